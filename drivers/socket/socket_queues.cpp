@@ -1,0 +1,118 @@
+#include "socket/socket_queues.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "util/errors.hpp"
+
+namespace rateline::drivers {
+namespace {
+
+// Transient: the packet was not sent and may be retried.
+bool transient(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS || e == EINTR; }
+
+}  // namespace
+
+SocketTxQueue::SocketTxQueue(const UdpTxConfig& cfg) : dst_(cfg.dst) {
+  for (uint16_t port : cfg.src_ports) {
+    try {
+      fds_.push_back(open_udp_tx_socket(cfg, port));
+    } catch (...) {
+      for (int fd : fds_) ::close(fd);
+      throw;
+    }
+  }
+  buffers_ = std::make_unique<uint8_t[]>(size_t{cfg.batch} * cfg.slot_bytes);
+  slots_.resize(cfg.batch);
+  iov_.resize(cfg.batch);
+  msgs_.resize(cfg.batch);
+  for (uint32_t i = 0; i < cfg.batch; ++i) {
+    slots_[i].data = buffers_.get() + size_t{i} * cfg.slot_bytes;
+    slots_[i].capacity = cfg.slot_bytes;
+    iov_[i].iov_base = slots_[i].data;
+    msgs_[i].msg_hdr.msg_iov = &iov_[i];
+    msgs_[i].msg_hdr.msg_iovlen = 1;
+    msgs_[i].msg_hdr.msg_name = &dst_.storage;
+    msgs_[i].msg_hdr.msg_namelen = dst_.len;
+  }
+}
+
+SocketTxQueue::~SocketTxQueue() {
+  for (int fd : fds_) ::close(fd);
+}
+
+engine::CommitResult SocketTxQueue::commit(std::span<engine::TxSlot> filled) {
+  engine::CommitResult r;
+  size_t idx = static_cast<size_t>(filled.data() - slots_.data());
+  const size_t end = idx + filled.size();
+  while (idx < end) {
+    // One sendmmsg per run of slots on the same flow (the engine fills a batch with one flow).
+    const uint16_t flow = slots_[idx].flow;
+    size_t run = idx;
+    while (run < end && slots_[run].flow == flow) {
+      iov_[run].iov_len = slots_[run].len;
+      ++run;
+    }
+    const int fd = fds_[flow];
+    last_fd_ = fd;
+    const int sent = ::sendmmsg(fd, &msgs_[idx], static_cast<unsigned>(run - idx), MSG_DONTWAIT);
+    if (sent > 0) {
+      r.taken += static_cast<uint32_t>(sent);
+      idx += static_cast<size_t>(sent);
+      if (idx < run) return r;  // partial: the socket is full, the rest is retried
+      continue;
+    }
+    const int e = errno;
+    if (transient(e)) return r;
+    // Refused for good (EPERM from a firewall, unreachable...): that packet is
+    // consumed and counted as a sender error, the rest of the batch continues.
+    ++r.taken;
+    ++r.failed;
+    r.error = e;
+    ++idx;
+  }
+  return r;
+}
+
+void SocketTxQueue::reclaim() {
+  if (last_fd_ < 0) return;
+  pollfd p{last_fd_, POLLOUT, 0};
+  ::poll(&p, 1, 10);  // sleep until the send buffer drains instead of spinning
+}
+
+SocketRxQueue::SocketRxQueue(const UdpRxConfig& cfg) {
+  info_ = open_udp_rx_socket(cfg);
+  fd_ = info_.fd;
+  timeval tv{cfg.poll_timeout_ms / 1000, (cfg.poll_timeout_ms % 1000) * 1000};
+  setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  buffers_ = std::make_unique<uint8_t[]>(size_t{cfg.batch} * cfg.slot_bytes);
+  iov_.resize(cfg.batch);
+  msgs_.resize(cfg.batch);
+  frames_.resize(cfg.batch);
+  for (uint32_t i = 0; i < cfg.batch; ++i) {
+    iov_[i].iov_base = buffers_.get() + size_t{i} * cfg.slot_bytes;
+    iov_[i].iov_len = cfg.slot_bytes;
+    msgs_[i].msg_hdr.msg_iov = &iov_[i];
+    msgs_[i].msg_hdr.msg_iovlen = 1;
+    frames_[i].data = static_cast<const uint8_t*>(iov_[i].iov_base);
+  }
+}
+
+SocketRxQueue::~SocketRxQueue() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::span<const engine::RxFrame> SocketRxQueue::poll(uint32_t n) {
+  if (n > msgs_.size()) n = static_cast<uint32_t>(msgs_.size());
+  // MSG_WAITFORONE: block (up to SO_RCVTIMEO) for the first datagram, then take what is queued.
+  const int got = ::recvmmsg(fd_, msgs_.data(), n, MSG_WAITFORONE, nullptr);
+  if (got <= 0) return {};
+  for (int i = 0; i < got; ++i) frames_[i].len = msgs_[i].msg_len;
+  return {frames_.data(), static_cast<size_t>(got)};
+}
+
+}  // namespace rateline::drivers

@@ -1,0 +1,67 @@
+// Plain-socket backend: sendmmsg / recvmmsg batches on UDP sockets. It runs
+// everywhere (old kernels, qemu-user, no privileges) and is the fallback of
+// every other backend.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/queue.hpp"
+#include "socket/udp_socket.hpp"
+
+namespace rateline::drivers {
+
+class SocketTxQueue {
+ public:
+  static constexpr engine::Layer kLayer = engine::Layer::udp_payload;
+
+  explicit SocketTxQueue(const UdpTxConfig& cfg);
+  ~SocketTxQueue();
+  SocketTxQueue(const SocketTxQueue&) = delete;
+  SocketTxQueue& operator=(const SocketTxQueue&) = delete;
+
+  std::span<engine::TxSlot> reserve(uint32_t n) {
+    return {slots_.data(), n < slots_.size() ? n : slots_.size()};
+  }
+  engine::CommitResult commit(std::span<engine::TxSlot> filled);
+  void cancel(std::span<engine::TxSlot>) {}  // our buffers: nothing to give back
+  void reclaim();                            // waits briefly for send-buffer space
+
+ private:
+  std::vector<int> fds_;  // one per flow
+  std::unique_ptr<uint8_t[]> buffers_;
+  std::vector<engine::TxSlot> slots_;
+  std::vector<iovec> iov_;
+  std::vector<mmsghdr> msgs_;
+  SocketAddress dst_;
+  int last_fd_ = -1;
+};
+
+class SocketRxQueue {
+ public:
+  static constexpr engine::Layer kLayer = engine::Layer::udp_payload;
+
+  explicit SocketRxQueue(const UdpRxConfig& cfg);
+  ~SocketRxQueue();
+  SocketRxQueue(const SocketRxQueue&) = delete;
+  SocketRxQueue& operator=(const SocketRxQueue&) = delete;
+
+  std::span<const engine::RxFrame> poll(uint32_t n);
+  void release() {}
+  uint64_t drops() const { return socket_drops(fd_); }
+  const RxSocketInfo& info() const { return info_; }
+
+ private:
+  RxSocketInfo info_;
+  int fd_ = -1;
+  std::unique_ptr<uint8_t[]> buffers_;
+  std::vector<iovec> iov_;
+  std::vector<mmsghdr> msgs_;
+  std::vector<engine::RxFrame> frames_;
+};
+
+}  // namespace rateline::drivers

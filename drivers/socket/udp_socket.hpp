@@ -1,0 +1,65 @@
+// Plain UDP socket setup shared by the socket and io_uring backends: both
+// move UDP payloads and let the kernel build the headers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <sys/socket.h>
+
+namespace rateline::drivers {
+
+struct SocketAddress {
+  sockaddr_storage storage{};
+  socklen_t len = 0;
+  bool is_v6() const { return storage.ss_family == AF_INET6; }
+  std::string text() const;  // "127.0.0.1:9000", "[::1]:9000"
+  uint16_t port() const;
+};
+
+// Parses a numeric IPv4/IPv6 address (no DNS: a measurement tool must not
+// depend on a resolver) with the port given separately.
+SocketAddress make_address(const std::string& ip, uint16_t port);
+
+struct UdpTxConfig {
+  SocketAddress dst;
+  std::vector<uint16_t> src_ports;  // one per flow; 0 = kernel-chosen
+  uint32_t slot_bytes = 2048;       // largest payload a slot holds
+  uint32_t batch = 32;
+  int sndbuf_bytes = 0;             // 0 = kernel default
+  std::string device;               // SO_BINDTODEVICE, empty = none
+};
+
+struct UdpRxConfig {
+  SocketAddress bind;               // address and port to receive on
+  uint32_t slot_bytes = 2048;       // largest datagram kept whole
+  uint32_t batch = 64;
+  int rcvbuf_bytes = 4 << 20;       // 0 = kernel default
+  bool reuseport = true;            // one socket per worker, kernel spreads flows
+  int poll_timeout_ms = 100;        // how long poll() may block: bounds stop latency
+  std::string device;
+};
+
+// Opens an unconnected UDP socket bound to src_port (0 = ephemeral). Not
+// connected on purpose: a connected UDP socket reports ICMP port-unreachable
+// as ECONNREFUSED on a later send, which would make "sent" ambiguous.
+int open_udp_tx_socket(const UdpTxConfig& cfg, uint16_t src_port);
+
+struct RxSocketInfo {
+  int fd = -1;
+  int rcvbuf_bytes = 0;   // what the kernel actually granted (getsockopt)
+  bool rcvbuf_forced = false;
+};
+RxSocketInfo open_udp_rx_socket(const UdpRxConfig& cfg);
+
+// sk_drops of a socket: datagrams the kernel dropped because the receive
+// queue was full. The same counter SO_RXQ_OVFL reports per message; read via
+// SO_MEMINFO once per snapshot instead of a control message per packet.
+uint64_t socket_drops(int fd);
+
+// The path MTU towards dst as the kernel's route sees it (IP_MTU on a probe
+// socket), or 0 when unknown.
+uint32_t path_mtu(const SocketAddress& dst, const std::string& device);
+
+}  // namespace rateline::drivers

@@ -1,0 +1,189 @@
+#include "uring/uring_queues.hpp"
+
+#include <poll.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "util/errors.hpp"
+
+namespace rateline::drivers {
+namespace {
+
+bool transient(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS || e == EINTR; }
+
+}  // namespace
+
+UringTxQueue::UringTxQueue(const UdpTxConfig& cfg) : ring_(cfg.batch * 2), dst_(cfg.dst) {
+  for (uint16_t port : cfg.src_ports) {
+    try {
+      fds_.push_back(open_udp_tx_socket(cfg, port));
+    } catch (...) {
+      for (int fd : fds_) ::close(fd);
+      throw;
+    }
+  }
+  buffers_ = std::make_unique<uint8_t[]>(size_t{cfg.batch} * cfg.slot_bytes);
+  slots_.resize(cfg.batch);
+  iov_.resize(cfg.batch);
+  msgs_.resize(cfg.batch);
+  results_.resize(cfg.batch);
+  for (uint32_t i = 0; i < cfg.batch; ++i) {
+    slots_[i].data = buffers_.get() + size_t{i} * cfg.slot_bytes;
+    slots_[i].capacity = cfg.slot_bytes;
+    iov_[i].iov_base = slots_[i].data;
+    msgs_[i] = {};
+    msgs_[i].msg_iov = &iov_[i];
+    msgs_[i].msg_iovlen = 1;
+    msgs_[i].msg_name = &dst_.storage;
+    msgs_[i].msg_namelen = dst_.len;
+  }
+}
+
+UringTxQueue::~UringTxQueue() {
+  for (int fd : fds_) ::close(fd);
+}
+
+engine::CommitResult UringTxQueue::commit(std::span<engine::TxSlot> filled) {
+  engine::CommitResult r;
+  const size_t first = static_cast<size_t>(filled.data() - slots_.data());
+  const size_t n = filled.size();
+  io_uring* ring = ring_.get();
+  for (size_t i = first; i < first + n; ++i) {
+    iov_[i].iov_len = slots_[i].len;
+    io_uring_sqe* sqe = io_uring_get_sqe(ring);  // ring has 2*batch entries: never null here
+    last_fd_ = fds_[slots_[i].flow];
+    io_uring_prep_sendmsg(sqe, last_fd_, &msgs_[i], MSG_DONTWAIT);
+    sqe->user_data = i;
+    if (i + 1 < first + n) sqe->flags |= IOSQE_IO_LINK;
+  }
+  int ret;
+  do {
+    ret = io_uring_submit_and_wait(ring, static_cast<unsigned>(n));
+  } while (ret == -EINTR);
+  // Reap exactly n completions: every linked SQE completes (done, failed or -ECANCELED).
+  size_t reaped = 0;
+  while (reaped < n) {
+    io_uring_cqe* cqe;
+    if (io_uring_wait_cqe(ring, &cqe) != 0) break;
+    results_[cqe->user_data] = cqe->res;
+    io_uring_cqe_seen(ring, cqe);
+    ++reaped;
+  }
+  for (size_t i = first; i < first + n; ++i) {
+    const int res = results_[i];
+    if (res >= 0) {
+      ++r.taken;
+      continue;
+    }
+    if (res == -ECANCELED || transient(-res)) break;  // the rest of the chain is retried
+    ++r.taken;  // refused for good: consumed and counted as a sender error
+    ++r.failed;
+    r.error = -res;
+    break;  // the chain after a failure was cancelled
+  }
+  return r;
+}
+
+void UringTxQueue::reclaim() {
+  if (last_fd_ < 0) return;
+  pollfd p{last_fd_, POLLOUT, 0};
+  ::poll(&p, 1, 10);
+}
+
+UringRxQueue::UringRxQueue(const UdpRxConfig& cfg) : ring_(256) {
+  info_ = open_udp_rx_socket(cfg);
+  fd_ = info_.fd;
+  slot_bytes_ = cfg.slot_bytes;
+  timeout_ms_ = static_cast<uint32_t>(cfg.poll_timeout_ms);
+  // Enough buffers to absorb a full default receive queue between two polls.
+  ring_entries_ = 4096;
+  buf_ring_bytes_ = sizeof(io_uring_buf) * ring_entries_;
+  void* mem = mmap(nullptr, buf_ring_bytes_, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+  if (mem == MAP_FAILED) {
+    ::close(fd_);
+    throw SetupError("Couldn't map the io_uring buffer ring: " + errno_text(errno));
+  }
+  buf_ring_ = static_cast<io_uring_buf_ring*>(mem);
+  io_uring_buf_ring_init(buf_ring_);
+  io_uring_buf_reg reg{};
+  reg.ring_addr = reinterpret_cast<uint64_t>(buf_ring_);
+  reg.ring_entries = ring_entries_;
+  reg.bgid = kBufferGroup;
+  if (const int err = io_uring_register_buf_ring(ring_.get(), &reg, 0); err != 0) {
+    munmap(buf_ring_, buf_ring_bytes_);
+    ::close(fd_);
+    throw BackendUnavailable(std::string("io_uring provided-buffer rings need kernel >= 5.19: ") + std::strerror(-err));
+  }
+  buffers_ = std::make_unique<uint8_t[]>(size_t{ring_entries_} * slot_bytes_);
+  const int mask = io_uring_buf_ring_mask(ring_entries_);
+  for (uint32_t i = 0; i < ring_entries_; ++i)
+    io_uring_buf_ring_add(buf_ring_, buffers_.get() + size_t{i} * slot_bytes_, slot_bytes_,
+                          static_cast<unsigned short>(i), mask, static_cast<int>(i));
+  io_uring_buf_ring_advance(buf_ring_, static_cast<int>(ring_entries_));
+  frames_.resize(cfg.batch);
+  bids_.resize(cfg.batch);
+  arm();
+}
+
+UringRxQueue::~UringRxQueue() {
+  io_uring_unregister_buf_ring(ring_.get(), kBufferGroup);
+  munmap(buf_ring_, buf_ring_bytes_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void UringRxQueue::arm() {
+  io_uring_sqe* sqe = ring_.sqe();
+  io_uring_prep_recv_multishot(sqe, fd_, nullptr, 0, 0);
+  sqe->flags |= IOSQE_BUFFER_SELECT;
+  sqe->buf_group = kBufferGroup;
+  sqe->user_data = 1;
+  io_uring_submit(ring_.get());
+  armed_ = true;
+}
+
+std::span<const engine::RxFrame> UringRxQueue::poll(uint32_t n) {
+  if (n > frames_.size()) n = static_cast<uint32_t>(frames_.size());
+  io_uring* ring = ring_.get();
+  io_uring_cqe* cqe = nullptr;
+  if (io_uring_peek_cqe(ring, &cqe) != 0) {
+    __kernel_timespec ts{timeout_ms_ / 1000, static_cast<long long>(timeout_ms_ % 1000) * 1'000'000};
+    if (io_uring_wait_cqe_timeout(ring, &cqe, &ts) != 0) return {};
+  }
+  uint32_t got = 0;
+  unsigned head;
+  unsigned seen = 0;
+  io_uring_for_each_cqe(ring, head, cqe) {
+    if (got == n) break;
+    ++seen;
+    if (!(cqe->flags & IORING_CQE_F_MORE)) armed_ = false;
+    if (cqe->res < 0) {
+      if (cqe->res == -ENOBUFS) ++ring_empty_;
+      continue;
+    }
+    if (!(cqe->flags & IORING_CQE_F_BUFFER)) continue;
+    const auto bid = static_cast<uint16_t>(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
+    frames_[got].data = buffers_.get() + size_t{bid} * slot_bytes_;
+    frames_[got].len = static_cast<uint32_t>(cqe->res);
+    bids_[got] = bid;
+    ++got;
+  }
+  io_uring_cq_advance(ring, seen);
+  handed_out_ = got;
+  if (!armed_ && got == 0) arm();  // otherwise release() re-arms once buffers are back
+  return {frames_.data(), got};
+}
+
+void UringRxQueue::release() {
+  const int mask = io_uring_buf_ring_mask(ring_entries_);
+  for (uint32_t i = 0; i < handed_out_; ++i)
+    io_uring_buf_ring_add(buf_ring_, buffers_.get() + size_t{bids_[i]} * slot_bytes_, slot_bytes_, bids_[i], mask,
+                          static_cast<int>(i));
+  io_uring_buf_ring_advance(buf_ring_, static_cast<int>(handed_out_));
+  handed_out_ = 0;
+  if (!armed_) arm();
+}
+
+}  // namespace rateline::drivers

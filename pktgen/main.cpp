@@ -1,0 +1,274 @@
+// pktgen: setup, workers, live progress and the final report. The per-packet
+// loop is engine::run_tx (src/engine/tx_loop.hpp); nothing here runs per packet.
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <latch>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <variant>
+
+#include "engine/tx_loop.hpp"
+#include "net/frame.hpp"
+#include "pktgen_config.hpp"
+#include "registry.hpp"
+#include "report/json_lines.hpp"
+#include "report/link.hpp"
+#include "report/rates.hpp"
+#include "topo/topology.hpp"
+#include "util/errors.hpp"
+#include "util/stop_signal.hpp"
+
+using namespace rateline;
+
+namespace {
+
+struct Worker {
+  engine::TxPlan plan;
+  drivers::UdpTxConfig queue_cfg;
+  std::unique_ptr<stats::TxSnapshotRing> snapshots = std::make_unique<stats::TxSnapshotRing>(16);
+  stats::Snapshot<stats::TxCounters> latest{};
+  engine::TxResult result;
+  std::string error;
+  std::atomic<bool> done{false};  // set once by the worker as it exits; read by the reporter
+  int cpu = -1;
+  std::thread thread;
+};
+
+double rate_to_pps(const pktgen::Config& cfg, const net::FrameSizes& sizes) {
+  const units::Rate& r = *cfg.rate;
+  if (r.unit == units::RateUnit::pps) return r.value;
+  const uint32_t bytes = cfg.rate_layer == pktgen::RateLayer::l1 ? sizes.l1
+                         : cfg.rate_layer == pktgen::RateLayer::l2 ? sizes.l2 : sizes.payload;
+  return r.value / (8.0 * bytes);
+}
+
+const char* layer_name(pktgen::RateLayer l) {
+  return l == pktgen::RateLayer::l1 ? "L1" : l == pktgen::RateLayer::l2 ? "L2" : "payload";
+}
+
+std::string local_address_towards(const drivers::SocketAddress& dst) {
+  const int fd = ::socket(dst.storage.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return {};
+  std::string ip;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&dst.storage), dst.len) == 0) {
+    sockaddr_storage local{};
+    socklen_t l = sizeof local;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &l) == 0) {
+      drivers::SocketAddress a;
+      a.storage = local;
+      a.len = l;
+      ip = a.text();
+      ip = ip.substr(0, ip.rfind(':'));
+      if (!ip.empty() && ip.front() == '[') ip = ip.substr(1, ip.size() - 2);
+    }
+  }
+  ::close(fd);
+  return ip;
+}
+
+template <class Q>
+void run_worker(Worker& w, Q& q) {
+  w.result = engine::run_tx(q, w.plan, *w.snapshots, stop_flag());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  pktgen::Config cfg;
+  if (const int rc = pktgen::parse_options(argc, argv, cfg); rc >= 0) return rc;
+  install_stop_signals();
+  try {
+    report::JsonLines json(cfg.json_path);
+    const drivers::SocketAddress dst = drivers::make_address(cfg.dst, cfg.port);
+    if (dst.is_v6() != cfg.ipv6)
+      throw SetupError(std::string("--dst ") + cfg.dst + (cfg.ipv6 ? " is not an IPv6 address (drop --ipv6 or give one)" : " is IPv6: add --ipv6"));
+    const net::FrameSizes sizes = net::FrameSizes::for_payload(cfg.size, cfg.ipv6);
+    if (const uint32_t mtu = drivers::path_mtu(dst, cfg.device); mtu && sizes.l3 > mtu)
+      throw SetupError("--size " + std::to_string(cfg.size) + " does not fit the path MTU " + std::to_string(mtu) +
+                       " towards " + cfg.dst + ": at most " + std::to_string(mtu - (sizes.l3 - cfg.size)) +
+                       " bytes of UDP payload");
+    const report::LinkInfo link = report::link_info(
+        cfg.device.empty() ? report::device_for_local_address(local_address_towards(dst)) : cfg.device);
+    const drivers::BackendChoice choice = drivers::choose_backend(cfg.backend);
+    const topo::Placement placement = topo::place_workers(cfg.threads, cfg.cores);
+
+    pace::PacePlan pace = pace::PacePlan::for_delay(cfg.burst, cfg.delay_ns);
+    double asked_pps = 0;
+    if (cfg.rate) {
+      asked_pps = rate_to_pps(cfg, sizes);
+      // Each worker carries its share of the rate.
+      pace = pace::PacePlan::for_rate(cfg.burst, asked_pps / cfg.threads);
+    }
+
+    // Flows: one per source port, dealt round-robin to workers; stream id = flow index.
+    std::vector<uint16_t> ports;
+    if (cfg.src_ports)
+      for (uint32_t p = cfg.src_ports->first; p <= cfg.src_ports->last; ++p) ports.push_back(static_cast<uint16_t>(p));
+    else
+      ports.assign(cfg.threads, 0);
+    const auto stream_count = static_cast<uint16_t>(ports.size());
+
+    std::vector<std::unique_ptr<Worker>> workers;
+    for (unsigned i = 0; i < cfg.threads; ++i) {
+      auto w = std::make_unique<Worker>();
+      w->cpu = placement.worker_cpus[i];
+      w->queue_cfg.dst = dst;
+      w->queue_cfg.slot_bytes = std::max(cfg.size, wire::kEndMarkerMinPayloadBytes);
+      w->queue_cfg.batch = cfg.batch;
+      w->queue_cfg.sndbuf_bytes = cfg.sndbuf_bytes;
+      w->queue_cfg.device = cfg.device;
+      engine::TxPlan& plan = w->plan;
+      for (size_t f = i; f < ports.size(); f += cfg.threads) {
+        engine::TxFlow flow;
+        flow.stream = static_cast<uint16_t>(f);
+        flow.queue_flow = static_cast<uint16_t>(w->queue_cfg.src_ports.size());
+        w->queue_cfg.src_ports.push_back(ports[f]);
+        plan.flows.push_back(flow);
+      }
+      plan.quota = cfg.count ? cfg.count / cfg.threads + (i < cfg.count % cfg.threads ? 1 : 0) : 0;
+      plan.duration_ns = cfg.duration_ns;
+      plan.pace = pace;
+      plan.payload = wire::PayloadPlan::make(cfg.size);
+      plan.end_payload = wire::end_marker_plan(cfg.size);
+      plan.end_body.delay_ns = cfg.delay_ns;
+      plan.end_body.count = cfg.count;
+      plan.end_body.burst = cfg.burst;
+      plan.end_body.stream_count = stream_count;
+      plan.end_body.data_size = static_cast<uint16_t>(cfg.size);
+      plan.end_markers = cfg.end_markers;
+      plan.batch = cfg.batch;
+      plan.ipv6 = cfg.ipv6;
+      workers.push_back(std::move(w));
+    }
+
+    const std::string settings = report::settings_text(cfg.burst, cfg.delay_ns, cfg.count, cfg.size);
+    std::printf("pktgen: %s -> %s, %u B payload (%u B L2 frame), backend %s\n", settings.c_str(),
+                dst.text().c_str(), cfg.size, sizes.l2, choice.note.c_str());
+    std::printf("pktgen: link %s; placement: %s\n", link.text().c_str(), placement.text.c_str());
+    if (cfg.rate)
+      std::printf("pktgen: rate asked %s %s = %.0f pps (%.2f Mbit/s payload, %.2f L2, %.2f L1)\n",
+                  units::si(cfg.rate->value, 2).c_str(), cfg.rate->unit == units::RateUnit::pps ? "pps" : (std::string("bit/s ") + layer_name(cfg.rate_layer)).c_str(),
+                  asked_pps, asked_pps * sizes.payload * 8 / 1e6, asked_pps * sizes.l2 * 8 / 1e6, asked_pps * sizes.l1 * 8 / 1e6);
+    std::fflush(stdout);
+    json.write({{"type", "start"}, {"tool", "pktgen"}, {"settings", settings}, {"dst", dst.text()},
+                {"backend", drivers::backend_name(choice.backend)}, {"backend_note", choice.note},
+                {"burst", cfg.burst}, {"delay_ns", cfg.delay_ns}, {"count", cfg.count}, {"size", cfg.size},
+                {"threads", cfg.threads}, {"streams", stream_count}, {"placement", placement.text},
+                {"rate_pps_asked", cfg.rate ? nlohmann::json(asked_pps) : nlohmann::json(nullptr)}});
+
+    if (placement.main_cpu >= 0) topo::pin_current_thread(placement.main_cpu);
+    std::latch ready(static_cast<std::ptrdiff_t>(workers.size()));
+    for (auto& wp : workers) {
+      Worker& w = *wp;
+      w.thread = std::thread([&w, &ready, backend = choice.backend] {
+        w.error = topo::pin_current_thread(w.cpu);
+        bool counted = false;
+        try {
+          // Built in the worker: io_uring rings are single-issuer, owned by the thread that submits.
+          drivers::AnyTxQueue q = drivers::open_tx_queue(backend, w.queue_cfg);
+          ready.count_down();
+          counted = true;
+          std::visit([&](auto& qp) { run_worker(w, *qp); }, q);
+        } catch (const std::exception& e) {
+          w.error = e.what();
+          if (!counted) ready.count_down();
+        }
+        w.done.store(true, std::memory_order_release);
+      });
+    }
+    ready.wait();
+
+    // Live progress: the reporter sleeps, workers never wait for it.
+    const uint64_t t0 = now_ns();
+    uint64_t last_print_ns = t0, last_sent = 0;
+    auto all_done = [&] {
+      for (auto& w : workers)
+        if (!w->done.load(std::memory_order_acquire)) return false;
+      return true;
+    };
+    while (!all_done()) {
+      timespec ts{0, 100'000'000};
+      nanosleep(&ts, nullptr);
+      for (auto& w : workers)
+        while (auto s = w->snapshots->try_pop()) w->latest = *s;
+      const uint64_t now = now_ns();
+      if (!cfg.quiet && now - last_print_ns >= kNsPerSec) {
+        uint64_t sent = 0;
+        for (auto& w : workers) sent += w->latest.counters.packets;
+        const double dt = static_cast<double>(now - last_print_ns) / 1e9;
+        const report::Rates r = report::rates_for(sent - last_sent, sizes, dt);
+        const auto pct = report::line_rate_percent(r, link.speed_mbps);
+        std::string pct_text = pct ? (std::to_string(static_cast<int>(*pct + 0.5)) + "% of " + link.device + (link.nominal ? " (nominal)" : "")) : "line rate n/a";
+        std::printf("%7.1fs  sent %-10" PRIu64 " %9s pps  %9.2f Mbit/s payload  %9.2f L2  %9.2f L1  %s\n",
+                    static_cast<double>(now - t0) / 1e9, sent, units::si(r.pps).c_str(), r.payload_mbps, r.l2_mbps,
+                    r.l1_mbps, pct_text.c_str());
+        std::fflush(stdout);
+        json.write({{"type", "progress"}, {"tool", "pktgen"}, {"t_s", static_cast<double>(now - t0) / 1e9},
+                    {"sent", sent}, {"pps", r.pps}, {"payload_mbps", r.payload_mbps}, {"l2_mbps", r.l2_mbps},
+                    {"l1_mbps", r.l1_mbps}});
+        last_print_ns = now;
+        last_sent = sent;
+      }
+    }
+    for (auto& w : workers) w->thread.join();
+
+    // Final report: from the joined workers' own counters.
+    stats::TxCounters total;
+    uint64_t first = ~0ull, last = 0;
+    std::string errors;
+    bool stalled = false;
+    nlohmann::json streams = nlohmann::json::array();
+    for (auto& w : workers) {
+      if (!w->error.empty()) errors += (errors.empty() ? "" : "; ") + w->error;
+      const stats::TxCounters& c = w->result.counters;
+      total.packets += c.packets;
+      total.payload_bytes += c.payload_bytes;
+      total.failed += c.failed;
+      total.retries += c.retries;
+      total.end_markers += c.end_markers;
+      total.pace_slips += c.pace_slips;
+      if (c.last_error) total.last_error = c.last_error;
+      if (c.packets) {
+        first = std::min(first, c.first_ns);
+        last = std::max(last, c.last_ns);
+      }
+      stalled |= w->result.stalled;
+      for (const auto& f : w->result.flows) streams.push_back({{"stream", f.stream}, {"sent", f.next_seq}});
+    }
+    const double seconds = last > first ? static_cast<double>(last - first) / 1e9 : 0.0;
+    const report::Rates r = report::rates_for(total.packets, sizes, seconds);
+    const auto pct = report::line_rate_percent(r, link.speed_mbps);
+    const bool interrupted = stop_signal_number() != 0;
+
+    std::printf("\n%-22s %10s %12s %20s %12s %12s %12s\n", "Settings(b,t,n,s)", "Time", "Sent", "Speed(Mbit/s data)",
+                "pps", "L2 Mbit/s", "L1 Mbit/s");
+    std::printf("%-22s %9.3fs %12" PRIu64 " %20.2f %12.0f %12.2f %12.2f\n", settings.c_str(), seconds, total.packets,
+                r.payload_mbps, r.pps, r.l2_mbps, r.l1_mbps);
+    if (pct) std::printf("line rate: %.1f%% of %s (L1 bits)%s\n", *pct, link.text().c_str(), link.nominal ? ", nominal speed" : "");
+    if (cfg.rate) std::printf("rate: asked %.0f pps, achieved %.0f pps (%.1f%%)\n", asked_pps, r.pps, asked_pps > 0 ? r.pps * 100 / asked_pps : 0.0);
+    if (total.failed)
+      std::printf("sender errors: %" PRIu64 " packets refused by the OS (%s); they count as lost at the receiver\n",
+                  total.failed, errno_text(total.last_error).c_str());
+    std::printf("end markers: %" PRIu64 " sent; backend retries: %" PRIu64 "; pace slips: %" PRIu64 "%s\n",
+                total.end_markers, total.retries, total.pace_slips, interrupted ? "; interrupted by signal" : "");
+    if (stalled) std::printf("warning: the backend accepted nothing for 2 s: run stopped early (%s)\n", errno_text(total.last_error).c_str());
+    if (!errors.empty()) std::fprintf(stderr, "pktgen: %s\n", errors.c_str());
+    std::fflush(stdout);
+    json.write({{"type", "result"}, {"tool", "pktgen"}, {"settings", settings}, {"time_s", seconds},
+                {"sent", total.packets}, {"payload_bytes", total.payload_bytes}, {"failed", total.failed},
+                {"retries", total.retries}, {"end_markers", total.end_markers}, {"pace_slips", total.pace_slips},
+                {"pps", r.pps}, {"payload_mbps", r.payload_mbps}, {"l2_mbps", r.l2_mbps}, {"l1_mbps", r.l1_mbps},
+                {"line_rate_pct", pct ? nlohmann::json(*pct) : nlohmann::json(nullptr)}, {"line_rate_basis", "l1"},
+                {"link", link.device}, {"link_speed_mbps", link.speed_mbps ? nlohmann::json(*link.speed_mbps) : nlohmann::json(nullptr)},
+                {"link_nominal", link.nominal}, {"rate_pps_asked", cfg.rate ? nlohmann::json(asked_pps) : nlohmann::json(nullptr)},
+                {"interrupted", interrupted}, {"stalled", stalled}, {"errors", errors}, {"streams", streams}});
+    if (!errors.empty() && total.packets == 0) return 1;
+    return stalled ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "pktgen: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,83 @@
+#include <CLI/CLI.hpp>
+
+#include "pktgen_config.hpp"
+#include "registry.hpp"
+#include "util/cli.hpp"
+#include "util/clock.hpp"
+#include "wire/test_payload.hpp"
+
+namespace rateline::pktgen {
+
+int parse_options(int argc, char** argv, Config& cfg) {
+  CLI::App app{"pktgen: send bursts of numbered, timestamped, checksummed UDP packets (udp_bench b-t-n-s)", "pktgen"};
+  std::string burst = "100", delay = "0", count, duration, size = "1400", rate, rate_layer = "payload";
+  std::string src_ports, batch = "32", sndbuf, end_markers = "3";
+  std::string dst;
+  app.add_option("-b,--burst", burst, "packets per burst (udp_bench b)")->capture_default_str();
+  app.add_option("-t,--delay", delay, "wait between bursts (udp_bench t): ms by default, or 250us, 1.5ms, 2s, 0")
+      ->capture_default_str();
+  app.add_option("-n,--count", count, "packets in all (udp_bench n), e.g. 100000 or 100k; default: until --duration or Ctrl-C");
+  app.add_option("-d,--duration", duration, "stop after this long: s by default, or 500ms, 2min");
+  app.add_option("-s,--size", size, "UDP payload bytes per packet (udp_bench s), at least 32")->capture_default_str();
+  app.add_option("-r,--rate", rate, "packets/s (100k, 10kpps) or bits/s (100Mbit, 1Gbps); excludes --delay");
+  app.add_option("--rate-layer", rate_layer, "which bits a bit/s --rate counts: payload, l2 or l1")
+      ->check(CLI::IsMember({"payload", "l2", "l1"}))
+      ->capture_default_str();
+  app.add_option("--dst", dst, "destination IPv4/IPv6 address (default 127.0.0.1, ::1 with --ipv6)");
+  app.add_option("-p,--port", cfg.port, "destination UDP port")->capture_default_str()->check(CLI::Range(1, 65535));
+  app.add_option("--src-port", src_ports, "source port or range (5000-5007): one flow, and one stream, per port");
+  app.add_flag("-6,--ipv6", cfg.ipv6, "send over IPv6");
+  app.add_option("--threads", cfg.threads, "sending workers")->capture_default_str()->check(CLI::Range(1, 64));
+  app.add_option("--cores", cfg.cores, "pin workers: auto (one per physical core, not the main one) or a list 1,3-4");
+  app.add_option("--backend", cfg.backend, "I/O backend")
+      ->check(CLI::IsMember(drivers::backend_choices()))
+      ->capture_default_str();
+  app.add_option("--batch", batch, "packets per backend call")->capture_default_str();
+  app.add_option("--sndbuf", sndbuf, "socket send buffer bytes (4M, 256k)");
+  app.add_option("--device", cfg.device, "send through this interface (SO_BINDTODEVICE)");
+  app.add_option("--end-markers", end_markers, "end-marker copies per stream (they carry the exact total)")
+      ->capture_default_str();
+  app.add_option("--json", cfg.json_path, "write JSON lines to this file (- for stdout)");
+  app.add_flag("-q,--quiet", cfg.quiet, "no live progress line");
+  app.set_version_flag("--version", "pktgen (rateline) 0.1.0");
+
+  if (const int rc = cli::parse(app, argc, argv); rc >= 0) return rc;
+  try {
+    using cli::convert;
+    using cli::in_range;
+    cfg.burst = static_cast<uint32_t>(in_range<uint64_t>("--burst", convert("--burst", [&] { return units::parse_count(burst); }), 1, 1'000'000));
+    cfg.delay_ns = in_range<uint64_t>("--delay", convert("--delay", [&] { return units::parse_duration_ns(delay, kNsPerMs); }), 0, 3600 * kNsPerSec);
+    if (!count.empty())
+      cfg.count = in_range<uint64_t>("--count", convert("--count", [&] { return units::parse_count(count); }), 1, 1'000'000'000'000'000ull);
+    if (cfg.count && cfg.count < cfg.threads)
+      throw cli::UsageError("--count " + std::to_string(cfg.count) + " is less than --threads " + std::to_string(cfg.threads));
+    if (!duration.empty())
+      cfg.duration_ns = in_range<uint64_t>("--duration", convert("--duration", [&] { return units::parse_duration_ns(duration, kNsPerSec); }), 1, 366ull * 86400 * kNsPerSec);
+    // Largest UDP payload: IPv4 65535 - 20 - 8; IPv6 payload-length field 65535 - 8 (no jumbograms).
+    const uint64_t max_payload = cfg.ipv6 ? 65527 : 65507;
+    cfg.size = static_cast<uint32_t>(in_range<uint64_t>("--size", convert("--size", [&] { return units::parse_bytes(size); }), wire::kMinPayloadBytes, max_payload));
+    if (!rate.empty()) {
+      if (cfg.delay_ns) throw cli::UsageError("--rate and --delay both space bursts: give one of them");
+      cfg.rate = convert("--rate", [&] { return units::parse_rate(rate); });
+    }
+    cfg.rate_layer = rate_layer == "l1" ? RateLayer::l1 : rate_layer == "l2" ? RateLayer::l2 : RateLayer::payload;
+    cfg.dst = dst.empty() ? (cfg.ipv6 ? "::1" : "127.0.0.1") : dst;
+    if (!src_ports.empty()) {
+      cfg.src_ports = convert("--src-port", [&] { return units::parse_port_range(src_ports); });
+      if (cfg.src_ports->count() < cfg.threads)
+        throw cli::UsageError("--src-port: " + std::to_string(cfg.src_ports->count()) + " ports for " +
+                              std::to_string(cfg.threads) + " threads: give each thread at least one port");
+      if (cfg.src_ports->count() > 4096) throw cli::UsageError("--src-port: at most 4096 flows");
+    }
+    cfg.batch = static_cast<uint32_t>(in_range<uint64_t>("--batch", convert("--batch", [&] { return units::parse_count(batch); }), 1, 1024));
+    if (!sndbuf.empty())
+      cfg.sndbuf_bytes = static_cast<int>(in_range<uint64_t>("--sndbuf", convert("--sndbuf", [&] { return units::parse_bytes(sndbuf); }), 4096, 1ull << 30));
+    cfg.end_markers = static_cast<uint32_t>(in_range<uint64_t>("--end-markers", convert("--end-markers", [&] { return units::parse_count(end_markers); }), 0, 100));
+  } catch (const cli::UsageError& e) {
+    std::fprintf(stderr, "pktgen: %s\n", e.what());
+    return cli::kUsageExit;
+  }
+  return -1;
+}
+
+}  // namespace rateline::pktgen

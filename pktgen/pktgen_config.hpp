@@ -1,0 +1,42 @@
+// pktgen's configuration, parsed and validated once (options.cpp). The
+// workers read only the per-worker plan built from it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/units.hpp"
+
+namespace rateline::pktgen {
+
+enum class RateLayer { payload, l2, l1 };
+
+struct Config {
+  uint32_t burst = 100;
+  uint64_t delay_ns = 0;
+  uint64_t count = 0;        // 0 = until --duration or Ctrl-C
+  uint64_t duration_ns = 0;  // 0 = no limit
+  uint32_t size = 1400;      // UDP payload bytes
+  std::optional<units::Rate> rate;
+  RateLayer rate_layer = RateLayer::payload;
+  std::string dst = "127.0.0.1";
+  uint16_t port = 9000;
+  std::optional<units::PortRange> src_ports;
+  bool ipv6 = false;
+  unsigned threads = 1;
+  std::string cores;         // "" = not pinned, "auto", or a list
+  std::string backend = "auto";
+  uint32_t batch = 32;
+  int sndbuf_bytes = 0;
+  std::string device;
+  uint32_t end_markers = 3;
+  std::string json_path;
+  bool quiet = false;
+};
+
+// Parses argv into cfg. Returns -1 to run, else the exit code (help: 0, bad input: 2).
+int parse_options(int argc, char** argv, Config& cfg);
+
+}  // namespace rateline::pktgen

@@ -1,0 +1,206 @@
+// rx: setup, workers, live progress, end conditions and the final report.
+// The per-packet loop is engine::run_rx (src/engine/rx_loop.hpp).
+#include <cinttypes>
+#include <cstdio>
+#include <latch>
+#include <memory>
+#include <thread>
+#include <variant>
+
+#include "engine/rx_loop.hpp"
+#include "registry.hpp"
+#include "report/json_lines.hpp"
+#include "report/rates.hpp"
+#include "report/rx_summary.hpp"
+#include "rx_config.hpp"
+#include "topo/topology.hpp"
+#include "util/errors.hpp"
+#include "util/stop_signal.hpp"
+#include "util/units.hpp"
+
+using namespace rateline;
+
+namespace {
+
+struct Worker {
+  engine::RxPlan plan;
+  drivers::UdpRxConfig queue_cfg;
+  std::unique_ptr<stats::RxSnapshotRing> snapshots = std::make_unique<stats::RxSnapshotRing>(16);
+  stats::Snapshot<stats::RxCounters> latest{};
+  engine::RxResult result;
+  drivers::RxSocketInfo socket;
+  std::string backend_mode;
+  uint64_t buffer_ring_empty = 0;
+  std::string error;
+  std::atomic<bool> done{false};
+  int cpu = -1;
+  std::thread thread;
+};
+
+// Workers stop on this, not on the signal flag directly: the main thread
+// decides when the run is over (signal, end markers, count, idle).
+std::atomic<bool> g_workers_stop{false};
+
+template <class Q>
+void run_worker(Worker& w, Q& q) {
+  w.socket = q.info();
+  if constexpr (requires { q.mode(); }) w.backend_mode = q.mode();
+  w.result = engine::run_rx(q, w.plan, *w.snapshots, g_workers_stop, [&q] { return q.drops(); });
+  if constexpr (requires { q.buffer_ring_empty(); }) w.buffer_ring_empty = q.buffer_ring_empty();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  rx::Config cfg;
+  if (const int rc = rx::parse_options(argc, argv, cfg); rc >= 0) return rc;
+  install_stop_signals();
+  try {
+    report::JsonLines json(cfg.json_path);
+    const drivers::SocketAddress bind = drivers::make_address(cfg.bind, cfg.port);
+    const drivers::BackendChoice choice = drivers::choose_backend(cfg.backend);
+    const topo::Placement placement = topo::place_workers(cfg.threads, cfg.cores);
+
+    std::vector<std::unique_ptr<Worker>> workers;
+    for (unsigned i = 0; i < cfg.threads; ++i) {
+      auto w = std::make_unique<Worker>();
+      w->cpu = placement.worker_cpus[i];
+      w->queue_cfg.bind = bind;
+      w->queue_cfg.slot_bytes = cfg.max_size + 1;  // one spare byte: a longer datagram shows up as truncated
+      w->queue_cfg.batch = cfg.batch;
+      w->queue_cfg.rcvbuf_bytes = cfg.rcvbuf_bytes;
+      w->queue_cfg.reuseport = true;
+      w->queue_cfg.device = cfg.device;
+      w->plan.batch = cfg.batch;
+      w->plan.max_streams = cfg.max_streams;
+      w->plan.udp_port = cfg.port;
+      workers.push_back(std::move(w));
+    }
+
+    if (placement.main_cpu >= 0) topo::pin_current_thread(placement.main_cpu);
+    std::latch ready(static_cast<std::ptrdiff_t>(workers.size()));
+    for (auto& wp : workers) {
+      Worker& w = *wp;
+      w.thread = std::thread([&w, &ready, backend = choice.backend] {
+        w.error = topo::pin_current_thread(w.cpu);
+        bool counted = false;
+        try {
+          drivers::AnyRxQueue q = drivers::open_rx_queue(backend, w.queue_cfg);
+          std::visit([&](auto& qp) { w.socket = qp->info(); }, q);
+          ready.count_down();
+          counted = true;
+          std::visit([&](auto& qp) { run_worker(w, *qp); }, q);
+        } catch (const std::exception& e) {
+          w.error = e.what();
+          if (!counted) ready.count_down();
+        }
+        w.done.store(true, std::memory_order_release);
+      });
+    }
+    ready.wait();
+    std::string errors;
+    for (auto& w : workers)
+      if (w->done.load(std::memory_order_acquire) && !w->error.empty()) errors = w->error;
+    if (!errors.empty()) {
+      g_workers_stop.store(true);
+      for (auto& w : workers) w->thread.join();
+      throw SetupError(errors);
+    }
+
+    const drivers::RxSocketInfo& sock = workers.front()->socket;
+    std::printf("rx: listening on %s, backend %s, %u worker(s); placement: %s\n", bind.text().c_str(),
+                choice.note.c_str(), cfg.threads, placement.text.c_str());
+    std::printf("rx: receive buffer %d bytes%s\n", sock.rcvbuf_bytes,
+                cfg.rcvbuf_bytes == 0 ? " (kernel default)"
+                : sock.rcvbuf_forced ? " (SO_RCVBUFFORCE)"
+                                     : " (SO_RCVBUF, capped by net.core.rmem_max: run as root to force)");
+    std::fflush(stdout);
+    json.write({{"type", "start"}, {"tool", "rx"}, {"bind", bind.text()},
+                {"backend", drivers::backend_name(choice.backend)}, {"backend_note", choice.note},
+                {"threads", cfg.threads}, {"rcvbuf_bytes", sock.rcvbuf_bytes}, {"rcvbuf_forced", sock.rcvbuf_forced},
+                {"placement", placement.text}, {"expect", cfg.expect}});
+
+    const uint64_t t0 = now_ns();
+    uint64_t last_print_ns = t0, last_data = 0;
+    std::string end_reason = "signal";
+    for (;;) {
+      timespec ts{0, 50'000'000};
+      nanosleep(&ts, nullptr);
+      for (auto& w : workers)
+        while (auto s = w->snapshots->try_pop()) w->latest = *s;
+      stats::RxCounters sum;
+      bool any_done = false;
+      for (auto& w : workers) {
+        const stats::RxCounters& c = w->latest.counters;
+        sum.data += c.data;
+        sum.lost_so_far += c.lost_so_far;
+        sum.streams_seen += c.streams_seen;
+        sum.streams_ended += c.streams_ended;
+        sum.stream_count = std::max(sum.stream_count, c.stream_count);
+        sum.corrupt += c.corrupt;
+        sum.backend_drops += c.backend_drops;
+        sum.last_ns = std::max(sum.last_ns, c.last_ns);
+        sum.end_markers += c.end_markers;
+        any_done |= w->done.load(std::memory_order_acquire);
+      }
+      const uint64_t now = now_ns();
+      if (stop_flag().load()) { end_reason = "signal"; break; }
+      if (any_done) { end_reason = "worker error"; break; }
+      if (sum.stream_count && sum.streams_ended >= sum.stream_count && sum.streams_ended >= sum.streams_seen) {
+        end_reason = "end markers";
+        break;
+      }
+      if (cfg.expect && sum.data >= cfg.expect) { end_reason = "count reached"; break; }
+      // Idle counts only once something arrived: rx may be started long before the sender.
+      if (cfg.idle_ns && sum.last_ns && now > sum.last_ns && now - sum.last_ns > cfg.idle_ns) {
+        end_reason = "idle timeout";
+        break;
+      }
+      if (cfg.duration_ns && now - t0 >= cfg.duration_ns) { end_reason = "duration"; break; }
+      if (!cfg.quiet && now - last_print_ns >= kNsPerSec) {
+        const double dt = static_cast<double>(now - last_print_ns) / 1e9;
+        std::printf("%7.1fs  received %-10" PRIu64 " %9s pps  lost %-8" PRIu64 " corrupt %-6" PRIu64
+                    " socket drops %-8" PRIu64 " streams %" PRIu64 "/%" PRIu64 " ended\n",
+                    static_cast<double>(now - t0) / 1e9, sum.data,
+                    units::si(static_cast<double>(sum.data - last_data) / dt).c_str(), sum.lost_so_far, sum.corrupt,
+                    sum.backend_drops, sum.streams_ended, sum.streams_seen);
+        std::fflush(stdout);
+        json.write({{"type", "progress"}, {"tool", "rx"}, {"t_s", static_cast<double>(now - t0) / 1e9},
+                    {"received", sum.data}, {"pps", static_cast<double>(sum.data - last_data) / dt},
+                    {"lost_so_far", sum.lost_so_far}, {"corrupt", sum.corrupt}, {"socket_drops", sum.backend_drops}});
+        last_print_ns = now;
+        last_data = sum.data;
+      }
+    }
+    g_workers_stop.store(true, std::memory_order_relaxed);
+    for (auto& w : workers) w->thread.join();
+
+    std::vector<engine::RxResult> results;
+    uint64_t ring_empty = 0;
+    for (auto& w : workers) {
+      if (!w->error.empty()) errors += (errors.empty() ? "" : "; ") + w->error;
+      results.push_back(std::move(w->result));
+      ring_empty += w->buffer_ring_empty;
+    }
+    const report::RxSummary summary = report::summarize(results, cfg.expect);
+    std::printf("\n%s", report::format_table(summary, cfg.ipv6).c_str());
+    std::printf("ended by: %s%s\n", end_reason.c_str(),
+                choice.backend == drivers::Backend::uring
+                    ? (", io_uring buffer ring ran dry " + std::to_string(ring_empty) + " times").c_str()
+                    : "");
+    if (!errors.empty()) std::fprintf(stderr, "rx: %s\n", errors.c_str());
+    std::fflush(stdout);
+    nlohmann::json record = report::to_json(summary, cfg.ipv6);
+    record["ended_by"] = end_reason;
+    record["interrupted"] = stop_signal_number() != 0;
+    record["backend"] = drivers::backend_name(choice.backend);
+    record["buffer_ring_empty"] = ring_empty;
+    record["rcvbuf_bytes"] = sock.rcvbuf_bytes;
+    record["errors"] = errors;
+    json.write(record);
+    return errors.empty() ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rx: %s\n", e.what());
+    return 1;
+  }
+}

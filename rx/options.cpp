@@ -1,0 +1,63 @@
+#include <CLI/CLI.hpp>
+
+#include "registry.hpp"
+#include "rx_config.hpp"
+#include "util/cli.hpp"
+#include "util/clock.hpp"
+#include "util/units.hpp"
+
+namespace rateline::rx {
+
+int parse_options(int argc, char** argv, Config& cfg) {
+  CLI::App app{"rx: receive a pktgen stream, check every packet, count what arrived and what was missed", "rx"};
+  std::string count, rcvbuf = "4M", idle = "10", duration, max_size = "9000", max_streams = "256", batch = "64";
+  auto* count_opt = app.add_option("-n,--count", count,
+                                   "count packets (the default mode); with a value N, expect N packets: stop once N "
+                                   "arrived and count N minus received as lost when no end marker came");
+  count_opt->expected(0, 1);
+  app.add_option("--bind", cfg.bind, "local address to receive on (default 0.0.0.0, :: with --ipv6)");
+  app.add_option("-p,--port", cfg.port, "UDP port")->capture_default_str()->check(CLI::Range(1, 65535));
+  app.add_flag("-6,--ipv6", cfg.ipv6, "receive on IPv6 (and IPv4-mapped)");
+  app.add_option("--threads", cfg.threads, "receiving workers (one SO_REUSEPORT socket each)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--cores", cfg.cores, "pin workers: auto or a list 1,3-4");
+  app.add_option("--backend", cfg.backend, "I/O backend")
+      ->check(CLI::IsMember(drivers::backend_choices()))
+      ->capture_default_str();
+  app.add_option("--rcvbuf", rcvbuf, "socket receive buffer (forced past rmem_max when root); 0 = kernel default")
+      ->capture_default_str();
+  app.add_option("--idle", idle, "end this long after the last packet: s by default, 0 = never")->capture_default_str();
+  app.add_option("-d,--duration", duration, "end after this long in all");
+  app.add_option("--max-size", max_size, "largest UDP payload kept whole (bigger ones count as malformed)")
+      ->capture_default_str();
+  app.add_option("--max-streams", max_streams, "stream ids tracked (pktgen: one per source port or thread)")
+      ->capture_default_str();
+  app.add_option("--batch", batch, "datagrams per backend call")->capture_default_str();
+  app.add_option("--device", cfg.device, "receive only on this interface (SO_BINDTODEVICE)");
+  app.add_option("--json", cfg.json_path, "write JSON lines to this file (- for stdout)");
+  app.add_flag("-q,--quiet", cfg.quiet, "no live progress line");
+  app.set_version_flag("--version", "rx (rateline) 0.1.0");
+
+  if (const int rc = cli::parse(app, argc, argv); rc >= 0) return rc;
+  try {
+    using cli::convert;
+    using cli::in_range;
+    if (!count.empty())
+      cfg.expect = in_range<uint64_t>("--count", convert("--count", [&] { return units::parse_count(count); }), 1, 1'000'000'000'000'000ull);
+    cfg.rcvbuf_bytes = static_cast<int>(in_range<uint64_t>("--rcvbuf", convert("--rcvbuf", [&] { return units::parse_bytes(rcvbuf); }), 0, 1ull << 30));
+    cfg.idle_ns = in_range<uint64_t>("--idle", convert("--idle", [&] { return units::parse_duration_ns(idle, kNsPerSec); }), 0, 86400 * kNsPerSec);
+    if (!duration.empty())
+      cfg.duration_ns = in_range<uint64_t>("--duration", convert("--duration", [&] { return units::parse_duration_ns(duration, kNsPerSec); }), 1, 366ull * 86400 * kNsPerSec);
+    cfg.max_size = static_cast<uint32_t>(in_range<uint64_t>("--max-size", convert("--max-size", [&] { return units::parse_bytes(max_size); }), 64, 65535));
+    cfg.max_streams = static_cast<uint32_t>(in_range<uint64_t>("--max-streams", convert("--max-streams", [&] { return units::parse_count(max_streams); }), 1, 65536));
+    cfg.batch = static_cast<uint32_t>(in_range<uint64_t>("--batch", convert("--batch", [&] { return units::parse_count(batch); }), 1, 1024));
+    if (cfg.bind.empty()) cfg.bind = cfg.ipv6 ? "::" : "0.0.0.0";
+  } catch (const cli::UsageError& e) {
+    std::fprintf(stderr, "rx: %s\n", e.what());
+    return cli::kUsageExit;
+  }
+  return -1;
+}
+
+}  // namespace rateline::rx

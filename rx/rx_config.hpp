@@ -1,0 +1,30 @@
+// rx's configuration, parsed and validated once (options.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace rateline::rx {
+
+struct Config {
+  uint64_t expect = 0;        // --count N: packets expected (0 = learn the total from end markers)
+  std::string bind;           // "" = 0.0.0.0, or :: with --ipv6
+  uint16_t port = 9000;
+  bool ipv6 = false;
+  unsigned threads = 1;
+  std::string cores;
+  std::string backend = "auto";
+  int rcvbuf_bytes = 4 << 20;
+  uint64_t idle_ns = 10'000'000'000ull;  // end after this long without a packet (once one arrived); 0 = never
+  uint64_t duration_ns = 0;              // 0 = no limit
+  uint32_t max_size = 9000;               // largest UDP payload received whole
+  uint32_t max_streams = 256;
+  uint32_t batch = 64;
+  std::string device;
+  std::string json_path;
+  bool quiet = false;
+};
+
+int parse_options(int argc, char** argv, Config& cfg);
+
+}  // namespace rateline::rx

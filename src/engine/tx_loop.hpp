@@ -1,0 +1,175 @@
+// The sending worker's loop: burst, batch, fill in place, commit, pace.
+//
+// Per packet it writes the payload (header, pattern, checksum) and, for
+// Ethernet-layer backends, the UDP checksum; headers are copied only into
+// stale slots. One clock read per packet: every packet carries its own
+// send time. Per batch: one reserve, one commit (more only when the backend
+// pushes back), one stop-flag load.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "engine/queue.hpp"
+#include "engine/tx_plan.hpp"
+#include "net/frame.hpp"
+#include "stats/counters.hpp"
+#include "util/clock.hpp"
+
+namespace rateline::engine {
+
+namespace detail {
+
+template <TxQueue Q>
+inline uint8_t* payload_start(TxSlot& s, const TxFlow& f) {
+  if constexpr (Q::kLayer == Layer::ethernet) {
+    if (s.stale) {
+      std::memcpy(s.data, f.headers.data(), f.headers_len);
+      s.stale = false;
+    }
+    return s.data + f.headers_len;
+  } else {
+    return s.data;
+  }
+}
+
+template <TxQueue Q>
+inline void finish_frame(TxSlot& s, const TxFlow& f, uint32_t payload_len, bool ipv6) {
+  if constexpr (Q::kLayer == Layer::ethernet) {
+    s.len = f.headers_len + payload_len;
+    net::udp_finish_checksum({s.data, s.len}, ipv6);
+  } else {
+    s.len = payload_len;
+  }
+}
+
+// Commits `slots` until all are taken, stop is set, or the backend stalls.
+// Returns how many were taken; the rest are cancelled.
+template <TxQueue Q>
+inline uint32_t commit_all(Q& q, std::span<TxSlot> slots, stats::TxCounters& c, uint64_t stall_timeout_ns,
+                           const std::atomic<bool>& stop, bool& stalled) {
+  uint32_t done = 0;
+  uint64_t stuck_since = 0;
+  while (done < slots.size()) {
+    const CommitResult r = q.commit(slots.subspan(done));
+    done += r.taken;
+    c.failed += r.failed;
+    if (r.failed) c.last_error = r.error;
+    if (r.taken) {
+      stuck_since = 0;
+      continue;
+    }
+    ++c.retries;
+    q.reclaim();
+    if (stop.load(std::memory_order_relaxed)) break;
+    const uint64_t now = now_ns();
+    if (!stuck_since) stuck_since = now;
+    else if (now - stuck_since > stall_timeout_ns) {
+      stalled = true;
+      if (r.error) c.last_error = r.error;
+      break;
+    }
+  }
+  if (done < slots.size()) q.cancel(slots.subspan(done));
+  return done;
+}
+
+}  // namespace detail
+
+inline constexpr uint64_t kEndMarkerStallNs = 100'000'000;
+
+template <TxQueue Q>
+TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::atomic<bool>& stop) {
+  stats::TxCounters c;
+  TxResult result;
+  pace::Pacer pacer(plan.pace);
+  const uint32_t flows = static_cast<uint32_t>(plan.flows.size());
+  uint32_t flow_cursor = 0;
+  const uint64_t start_ns = now_ns();
+  const uint64_t end_ns = plan.duration_ns ? start_ns + plan.duration_ns : ~0ull;
+  uint64_t next_publish_ns = start_ns + plan.publish_every_ns;
+  pacer.start(start_ns);
+  c.first_ns = start_ns;
+
+  auto publish = [&](uint64_t now, bool final) {
+    c.pace_slips = pacer.slips();
+    snapshots.try_push({c, now, final});  // a full ring means the reporter is behind: skip, never wait
+  };
+
+  uint64_t now = start_ns;
+  uint64_t reserve_stuck_since = 0;
+  while ((plan.quota == 0 || c.packets < plan.quota) && now < end_ns && !result.stalled &&
+         !stop.load(std::memory_order_relaxed)) {
+    uint64_t burst_left = plan.pace.burst;
+    if (plan.quota) burst_left = std::min<uint64_t>(burst_left, plan.quota - c.packets);
+    while (burst_left) {
+      const uint32_t want = static_cast<uint32_t>(std::min<uint64_t>(burst_left, plan.batch));
+      std::span<TxSlot> slots = q.reserve(want);
+      if (slots.empty()) {
+        // No free slot: reap completions and retry, under the same stall guard as commits.
+        q.reclaim();
+        ++c.retries;
+        if (stop.load(std::memory_order_relaxed)) break;
+        const uint64_t t = now_ns();
+        if (!reserve_stuck_since) reserve_stuck_since = t;
+        else if (t - reserve_stuck_since > plan.stall_timeout_ns) { result.stalled = true; break; }
+        continue;
+      }
+      reserve_stuck_since = 0;
+      TxFlow& f = plan.flows[flow_cursor];
+      flow_cursor = flow_cursor + 1 == flows ? 0 : flow_cursor + 1;
+      uint64_t seq = f.next_seq;
+      for (TxSlot& s : slots) {
+        s.flow = f.queue_flow;
+        wire::fill_data_payload(detail::payload_start<Q>(s, f), plan.payload, f.stream, seq++, now_ns());
+        detail::finish_frame<Q>(s, f, plan.payload.len, plan.ipv6);
+      }
+      const uint32_t taken = detail::commit_all(q, slots, c, plan.stall_timeout_ns, stop, result.stalled);
+      f.next_seq += taken;  // cancelled slots give their sequence numbers back: no false gap
+      c.packets += taken;
+      c.payload_bytes += uint64_t{taken} * plan.payload.len;
+      burst_left -= taken;
+      if (taken < slots.size()) break;  // stop or stall
+    }
+    now = now_ns();
+    c.last_ns = now;
+    if (now >= next_publish_ns) {
+      publish(now, false);
+      next_publish_ns = now + plan.publish_every_ns;
+    }
+    if (burst_left || (plan.quota && c.packets >= plan.quota)) break;
+    if (!pacer.wait_for_next_burst(now, stop)) break;
+    now = now_ns();
+  }
+
+  // End markers: a few copies per stream, spaced, so the receiver learns the
+  // exact total even when its queue was full at the end of the data.
+  std::atomic<bool> no_stop{false};
+  for (uint32_t copy = 0; copy < plan.end_markers && !result.stalled; ++copy) {
+    if (copy) pace::wait_until(now_ns() + plan.end_marker_gap_ns, no_stop);
+    for (TxFlow& f : plan.flows) {
+      std::span<TxSlot> slots = q.reserve(1);
+      for (int tries = 0; slots.empty() && tries < 1000; ++tries) {
+        q.reclaim();
+        slots = q.reserve(1);
+      }
+      if (slots.empty()) continue;
+      TxSlot& s = slots[0];
+      s.flow = f.queue_flow;
+      wire::EndMarkerBody body = plan.end_body;
+      body.total_sent = f.next_seq;
+      wire::fill_end_marker(detail::payload_start<Q>(s, f), plan.end_payload, f.stream, body, now_ns());
+      detail::finish_frame<Q>(s, f, plan.end_payload.len, plan.ipv6);
+      bool stalled = false;
+      c.end_markers += detail::commit_all(q, slots, c, kEndMarkerStallNs, no_stop, stalled);
+    }
+  }
+  q.reclaim();
+  publish(now_ns(), true);
+  result.counters = c;
+  result.flows = std::move(plan.flows);
+  return result;
+}
+
+}  // namespace rateline::engine

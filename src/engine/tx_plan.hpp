@@ -1,0 +1,47 @@
+// Everything one sending worker needs, fixed before its loop starts and
+// passed by value: the loop reads nothing global.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "pace/pacer.hpp"
+#include "stats/counters.hpp"
+#include "wire/test_payload.hpp"
+
+namespace rateline::engine {
+
+struct TxFlow {
+  uint16_t stream = 0;       // stream id on the wire (unique in the run)
+  uint16_t queue_flow = 0;   // the backend's flow index (which socket / source port)
+  uint64_t next_seq = 0;     // = data packets sent on this stream so far
+  // Ethernet-layer backends only: Ethernet+IP+UDP headers, UDP checksum
+  // field holding the header-only partial sum (net::build_udp_headers).
+  std::array<uint8_t, 64> headers{};
+  uint32_t headers_len = 0;
+};
+
+struct TxPlan {
+  uint64_t quota = 0;          // data packets for this worker; 0 = until duration/stop
+  uint64_t duration_ns = 0;    // 0 = no time limit
+  pace::PacePlan pace;
+  wire::PayloadPlan payload;
+  wire::PayloadPlan end_payload;
+  wire::EndMarkerBody end_body;  // total_sent filled per stream at the end
+  uint32_t end_markers = 3;      // copies per stream, spaced so one survives a full receive queue
+  uint64_t end_marker_gap_ns = 2'000'000;
+  uint32_t batch = 32;
+  bool ipv6 = false;
+  uint64_t publish_every_ns = 100'000'000;
+  uint64_t stall_timeout_ns = 2'000'000'000;  // no slot taken this long: give up, say so
+  std::vector<TxFlow> flows;
+};
+
+struct TxResult {
+  stats::TxCounters counters;
+  std::vector<TxFlow> flows;  // next_seq = sent per stream
+  bool stalled = false;
+};
+
+}  // namespace rateline::engine

@@ -1,0 +1,104 @@
+// Ethernet / IPv4 / IPv6 / UDP frame building and parsing.
+//
+// The builder writes a header template once per flow; per packet only the
+// UDP checksum (which covers the payload) changes. The parser never trusts a
+// length field: every offset is checked against the captured length, so a
+// truncated or hostile frame is classified, never read past its end.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include <netinet/in.h>
+
+namespace rateline::net {
+
+inline constexpr size_t kEthHeaderBytes = 14;
+inline constexpr size_t kVlanTagBytes = 4;
+inline constexpr size_t kIpv4HeaderBytes = 20;
+inline constexpr size_t kIpv6HeaderBytes = 40;
+inline constexpr size_t kUdpHeaderBytes = 8;
+inline constexpr size_t kFcsBytes = 4;
+// Preamble (7) + SFD (1) + inter-frame gap (12): what a frame costs on the wire beyond L2.
+inline constexpr size_t kL1OverheadBytes = 20;
+inline constexpr size_t kMinFrameBytes = 64;  // incl. FCS
+
+inline constexpr uint16_t kEtherTypeIpv4 = 0x0800;
+inline constexpr uint16_t kEtherTypeIpv6 = 0x86dd;
+inline constexpr uint16_t kEtherTypeVlan = 0x8100;
+inline constexpr uint16_t kEtherTypeQinQ = 0x88a8;
+
+using MacAddress = std::array<uint8_t, 6>;
+
+// An IPv4 or IPv6 address in network byte order.
+struct IpAddress {
+  bool is_v6 = false;
+  std::array<uint8_t, 16> bytes{};  // IPv4 uses the first 4
+
+  static IpAddress v4(in_addr a);
+  static IpAddress v6(const in6_addr& a);
+  bool operator==(const IpAddress&) const = default;
+};
+
+struct UdpEndpoints {
+  MacAddress src_mac{};
+  MacAddress dst_mac{};
+  IpAddress src_ip;
+  IpAddress dst_ip;
+  uint16_t src_port = 0;  // host order
+  uint16_t dst_port = 0;  // host order
+  uint8_t ttl = 64;
+};
+
+// Sizes of one UDP datagram at each layer, for rate reporting (REFERENCE.md).
+struct FrameSizes {
+  uint32_t payload = 0;  // UDP payload
+  uint32_t l3 = 0;       // IP packet
+  uint32_t l2 = 0;       // Ethernet frame incl. FCS, padded to 64
+  uint32_t l1 = 0;       // l2 + preamble/SFD/IFG
+
+  static FrameSizes for_payload(uint32_t payload_bytes, bool ipv6, bool vlan = false);
+};
+
+// Writes Ethernet + IP + UDP headers for `payload_len` bytes of payload into
+// `out` (must hold headers_len()). The IP checksum is final; the UDP checksum
+// field is left as the checksum of headers and pseudo-header only: finish it
+// per packet with udp_finish_checksum().
+size_t headers_len(bool ipv6);
+size_t build_udp_headers(std::span<uint8_t> out, const UdpEndpoints& ep, uint32_t payload_len);
+
+// Fills in the UDP checksum of a frame built by build_udp_headers whose
+// payload is now in place. Computes over pseudo-header, UDP header, payload.
+void udp_finish_checksum(std::span<uint8_t> frame, bool ipv6);
+
+// Verifies the IPv4 header checksum and the UDP checksum of a parsed frame.
+struct ParsedUdp;
+bool udp_checksums_ok(std::span<const uint8_t> frame, const ParsedUdp& p);
+
+enum class ParseStatus : uint8_t {
+  ok,
+  truncated,    // shorter than its headers claim
+  not_ip,       // EtherType we do not count (ARP, LLDP...)
+  not_udp,      // IP but another protocol
+  fragment,     // IP fragment: not ours to reassemble
+  bad_header,   // IHL/version/length fields inconsistent
+};
+
+struct ParsedUdp {
+  ParseStatus status = ParseStatus::truncated;
+  bool ipv6 = false;
+  uint16_t vlan = 0;        // 0 when untagged
+  uint16_t src_port = 0;    // host order
+  uint16_t dst_port = 0;    // host order
+  uint32_t l3_offset = 0;
+  uint32_t udp_offset = 0;
+  uint32_t payload_offset = 0;
+  uint32_t payload_len = 0;  // from the UDP length field, checked against the frame
+};
+
+// Parses an Ethernet frame (optionally one or two VLAN tags) down to the UDP payload.
+ParsedUdp parse_udp_frame(std::span<const uint8_t> frame);
+
+}  // namespace rateline::net

@@ -1,0 +1,52 @@
+// Merges the receiving workers' results into one report: totals, per-stream
+// rows, the udp_bench table, and the JSON record. Used by rx and by any tool
+// that runs trials (the same numbers, printed the same way).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/rx_loop.hpp"
+
+namespace rateline::report {
+
+struct StreamRow {
+  uint32_t stream = 0;
+  uint64_t received = 0, unique = 0, lost = 0, reordered = 0, duplicates = 0, stale = 0, corrupt = 0;
+  uint64_t sent = 0;       // from the end marker; 0 when none arrived
+  uint64_t highest_next = 0;  // one past the highest sequence seen
+  bool ended = false;
+  uint64_t payload_bytes = 0;
+  uint64_t first_ns = 0, last_ns = 0;
+  uint32_t payload_len = 0;
+  stats::LatencyHistogram latency;
+  double jitter_ns = 0;
+  uint64_t clock_behind = 0;
+};
+
+struct RxSummary {
+  std::vector<StreamRow> streams;
+  stats::RxCounters totals;          // summed over workers
+  uint64_t received = 0, unique = 0, lost = 0, reordered = 0, duplicates = 0, stale = 0;
+  uint64_t sent_by_markers = 0;      // sum of end-marker totals (streams that ended)
+  bool all_ended = false;            // every stream seen has its end marker
+  bool lost_from_expect = false;     // lost came from --count N, not from markers or gaps
+  double seconds = 0;                // first to last data arrival
+  uint32_t payload_len = 0;          // of the data packets (largest stream's)
+  std::string settings;              // "b-t-n-s" from the end marker, "?" parts when unknown
+  stats::LatencyHistogram latency;   // all streams
+  double jitter_ns = 0;              // of the stream with the most packets
+};
+
+// `expect`: rx --count N (0 = none).
+RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expect);
+
+// udp_bench's table "Settings Time Lost Speed" plus received, rates and the per-stream rows.
+std::string format_table(const RxSummary& s, bool ipv6);
+nlohmann::json to_json(const RxSummary& s, bool ipv6);
+
+}  // namespace rateline::report

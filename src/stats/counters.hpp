@@ -1,0 +1,53 @@
+// Per-worker counters. Each struct has exactly one writer (its worker
+// thread); the reporter never reads them while the worker runs. It gets
+// copies (snapshots) through the worker's SPSC ring, and the final values
+// after join(). So there is no shared counter and no atomic on the hot path.
+#pragma once
+
+#include <cstdint>
+
+#include "ring/spsc_ring.hpp"
+
+namespace rateline::stats {
+
+struct alignas(ring::kCacheLine) TxCounters {
+  uint64_t packets = 0;        // data packets taken by the backend (sequence numbers consumed)
+  uint64_t payload_bytes = 0;  // UDP payload bytes of those
+  uint64_t failed = 0;         // of packets, refused by the OS for good (errno in last_error)
+  uint64_t retries = 0;        // commits that took nothing (device/socket full)
+  uint64_t end_markers = 0;
+  uint64_t pace_slips = 0;     // rate-paced schedule rebased after falling behind
+  uint64_t first_ns = 0;       // first data packet handed over
+  uint64_t last_ns = 0;        // last data packet handed over
+  int last_error = 0;
+};
+
+struct alignas(ring::kCacheLine) RxCounters {
+  uint64_t frames = 0;         // everything the backend delivered
+  uint64_t data = 0;           // our data packets, checksum ok (duplicates included)
+  uint64_t payload_bytes = 0;  // UDP payload bytes of data
+  uint64_t end_markers = 0;
+  uint64_t foreign = 0;        // not our magic (someone else's UDP, or not UDP at all)
+  uint64_t malformed = 0;      // our magic, inconsistent header or length
+  uint64_t corrupt = 0;        // checksum mismatch
+  uint64_t lost_so_far = 0;    // sum over streams, refreshed at each snapshot
+  uint64_t streams_seen = 0;
+  uint64_t streams_ended = 0;
+  uint64_t stream_count = 0;   // announced by end markers (largest seen)
+  uint64_t unknown_stream = 0; // stream id beyond --max-streams
+  uint64_t backend_drops = 0;  // drops the backend itself reports (SO_RXQ_OVFL, ring full...)
+  uint64_t first_ns = 0;       // first data arrival
+  uint64_t last_ns = 0;        // last data arrival
+};
+
+template <class C>
+struct Snapshot {
+  C counters;
+  uint64_t taken_ns = 0;
+  bool final = false;
+};
+
+using TxSnapshotRing = ring::SpscRing<Snapshot<TxCounters>>;
+using RxSnapshotRing = ring::SpscRing<Snapshot<RxCounters>>;
+
+}  // namespace rateline::stats

@@ -1,0 +1,98 @@
+// Per-stream loss / reorder / duplicate accounting (RFC 4737, RFC 5560 terms).
+//
+// `next_` is one past the highest sequence seen. A window of seen-bits covers
+// [next_ - kWindow, next_): an arrival below next_ inside the window is either
+// a duplicate (bit set) or a late, reordered packet (bit clear). Arrivals
+// older than the window cannot be told apart and are counted as `stale`,
+// never as received, so replayed old sequences cannot hide loss.
+//
+// Lost so far = next_ - unique. When the stream's end marker says how many
+// were sent, lost = total_sent - unique exactly, which includes the tail.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace rateline::stats {
+
+struct SequenceCounts {
+  uint64_t received = 0;    // every arrival that passed the checksum, duplicates included
+  uint64_t unique = 0;      // distinct sequences received
+  uint64_t duplicates = 0;  // arrivals of a sequence already seen
+  uint64_t reordered = 0;   // arrivals below the highest sequence seen, first time seen
+  uint64_t stale = 0;       // arrivals older than the window: not counted as received
+  uint64_t beyond_end = 0;  // sequences >= total_sent announced by the end marker
+  uint64_t highest_next = 0;  // one past the highest sequence seen
+};
+
+class SequenceTracker {
+ public:
+  static constexpr uint64_t kWindow = 16384;  // bits; a power of two
+
+  // Records one arrival. Branch-light: the common case (seq == next_) takes
+  // one compare and one bit set.
+  void record(uint64_t seq) {
+    ++c_.received;
+    if (seq >= c_.highest_next) [[likely]] {
+      const uint64_t advance = seq - c_.highest_next + 1;
+      if (advance >= kWindow) {
+        bits_.fill(0);
+      } else if (advance > 1) {
+        clear_range(c_.highest_next, seq);  // the gap: not (yet) seen
+      }
+      c_.highest_next = seq + 1;
+      set(seq);  // the new slot may hold a bit from kWindow ago: set() overwrites
+      ++c_.unique;
+      return;
+    }
+    if (c_.highest_next - seq > kWindow) {
+      --c_.received;
+      ++c_.stale;
+      return;
+    }
+    if (test(seq)) {
+      ++c_.duplicates;
+      return;
+    }
+    set(seq);
+    ++c_.unique;
+    ++c_.reordered;
+  }
+
+  const SequenceCounts& counts() const { return c_; }
+
+  // Loss so far (gaps below the highest sequence seen).
+  uint64_t lost_so_far() const { return c_.highest_next - c_.unique; }
+
+  // Exact loss once the sender's total is known.
+  uint64_t lost_given_total(uint64_t total_sent) const {
+    return total_sent > c_.unique ? total_sent - c_.unique : 0;
+  }
+
+ private:
+  void set(uint64_t seq) {
+    const uint64_t slot = seq & (kWindow - 1);
+    bits_[slot >> 6] |= 1ull << (slot & 63);
+  }
+  bool test(uint64_t seq) const {
+    const uint64_t slot = seq & (kWindow - 1);
+    return bits_[slot >> 6] >> (slot & 63) & 1;
+  }
+  // Clears bits for sequences [from, to): those slots last held seq - kWindow.
+  void clear_range(uint64_t from, uint64_t to) {
+    for (uint64_t s = from; s < to; ++s) {
+      const uint64_t slot = s & (kWindow - 1);
+      if ((slot & 63) == 0 && to - s >= 64) {
+        bits_[slot >> 6] = 0;
+        s += 63;
+        continue;
+      }
+      bits_[slot >> 6] &= ~(1ull << (slot & 63));
+    }
+  }
+
+  SequenceCounts c_;
+  std::array<uint64_t, kWindow / 64> bits_{};
+};
+
+}  // namespace rateline::stats

@@ -1,0 +1,58 @@
+// Command-line conventions shared by every program: bad input prints one
+// line "<prog>: <what is wrong>" and exits 2; --help exits 0.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+namespace rateline::cli {
+
+// Thrown by option conversion (units, ranges): becomes the one-line error.
+struct UsageError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+inline constexpr int kUsageExit = 2;
+
+// Parses argv; returns -1 to go on, or the exit code to return now.
+inline int parse(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+    return -1;
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    std::fputs(app.help("", CLI::AppFormatMode::All).c_str(), stdout);
+    return 0;
+  } catch (const CLI::CallForVersion& e) {
+    std::puts(e.what());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: %s (see --help)\n", app.get_name().c_str(), e.what());
+    return kUsageExit;
+  }
+}
+
+// Wraps a conversion: rethrows any std::invalid_argument as "--opt: message".
+template <class F>
+auto convert(const char* option, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string(option) + ": " + e.what());
+  }
+}
+
+template <class T>
+T in_range(const char* option, T v, T lo, T hi) {
+  if (v < lo || v > hi)
+    throw UsageError(std::string(option) + ": " + std::to_string(v) + " is out of range (" + std::to_string(lo) +
+                     ".." + std::to_string(hi) + ")");
+  return v;
+}
+
+}  // namespace rateline::cli

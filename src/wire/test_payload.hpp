@@ -1,0 +1,261 @@
+// The test payload every backend sends and every receiver checks.
+//
+// Layout (UDP payload, multi-byte header fields big-endian so tshark/tcpdump
+// show them readably):
+//   off  size  field
+//   0    4     magic "RLN1"
+//   4    1     version (1)
+//   5    1     kind: 1 data, 2 end marker
+//   6    2     stream id
+//   8    8     sequence (per stream, from 0)      -- end marker: total data packets sent on the stream
+//   16   8     tx timestamp, ns, CLOCK_MONOTONIC
+//   24   4     payload length (whole UDP payload)
+//   28   4     payload checksum (see below)
+//   32   ...   data: pattern words derived from (stream, seq); end marker: EndMarkerBody then pattern
+//
+// Pattern: 64-bit little-endian word i (i counted from the start of the
+// payload, first pattern word is i = 4) is seed + i * kPatternStep with
+// seed = mix(stream, seq). A receiver can recompute it, and a flipped bit,
+// a shifted block or a payload from another packet all change the checksum.
+//
+// Checksum: acc = sum over all 64-bit LE words w_i (checksum field zero,
+// trailing partial word zero-padded) of w_i * (2i + 1) mod 2^64, folded to
+// 32 bits. The odd multipliers make every single-word change and every swap
+// of two words visible. Because the pattern is an arithmetic sequence, the
+// sender's share of the sum over the pattern has a closed form (seed * A +
+// step * B with per-length constants), so the sender never re-reads the payload;
+// the receiver reads every byte.
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace rateline::wire {
+
+inline constexpr uint32_t kMagic = 0x524c4e31;  // "RLN1"
+inline constexpr uint8_t kVersion = 1;
+inline constexpr uint32_t kHeaderBytes = 32;
+inline constexpr uint32_t kEndMarkerBodyBytes = 32;
+inline constexpr uint32_t kMinPayloadBytes = kHeaderBytes;
+inline constexpr uint32_t kEndMarkerMinPayloadBytes = kHeaderBytes + kEndMarkerBodyBytes;
+inline constexpr uint64_t kPatternStep = 0xd1b54a32d192ed03ull;  // odd
+
+enum class Kind : uint8_t { data = 1, end = 2 };
+
+namespace detail {
+inline uint64_t load_le64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
+  return v;
+}
+inline void store_le64(uint8_t* p, uint64_t v) {
+  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
+  std::memcpy(p, &v, 8);
+}
+inline uint64_t load_be(const uint8_t* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v = v << 8 | p[i];
+  return v;
+}
+inline void store_be(uint8_t* p, uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i) {
+    p[i] = static_cast<uint8_t>(v);
+    v >>= 8;
+  }
+}
+inline uint32_t fold32(uint64_t acc) { return static_cast<uint32_t>(acc ^ (acc >> 32)); }
+}  // namespace detail
+
+inline uint64_t pattern_seed(uint16_t stream, uint64_t seq) {
+  // splitmix64 finaliser: neighbouring sequences give unrelated patterns.
+  uint64_t z = seq + 0x9e3779b97f4a7c15ull * (uint64_t{stream} + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// The receiver's checksum: reads every byte of the payload.
+inline uint32_t payload_checksum(const uint8_t* p, uint32_t len) {
+  uint64_t acc = 0;
+  uint32_t i = 0;
+  const uint32_t words = len / 8;
+  for (; i < words; ++i) {
+    uint64_t w = detail::load_le64(p + 8 * i);
+    if (i == 3) w &= 0x00000000ffffffffull;  // bytes 28..31 (checksum) read as zero; LE: high half
+    acc += w * (2ull * i + 1);
+  }
+  if (const uint32_t r = len % 8) {
+    uint8_t tail[8] = {};
+    std::memcpy(tail, p + 8 * i, r);
+    uint64_t w = detail::load_le64(tail);
+    if (i == 3) w &= 0x00000000ffffffffull;
+    acc += w * (2ull * i + 1);
+  }
+  return detail::fold32(acc);
+}
+
+// Per-length constants for the sender's closed-form checksum. Built once per run.
+struct PayloadPlan {
+  uint32_t len = 0;          // whole UDP payload
+  uint32_t first_word = 4;   // first pattern word index (5 + ... for end markers it is 8)
+  uint32_t full_words = 0;   // index one past the last full pattern word
+  uint32_t tail_bytes = 0;   // bytes in the trailing partial word
+  uint64_t sum_odd = 0;      // A = sum_{i=first}^{full-1} (2i+1)
+  uint64_t sum_i_odd = 0;    // B = sum_{i=first}^{full-1} i(2i+1)
+
+  static PayloadPlan make(uint32_t payload_len, uint32_t first_pattern_word = kHeaderBytes / 8) {
+    PayloadPlan pl;
+    pl.len = payload_len;
+    pl.first_word = first_pattern_word;
+    pl.full_words = payload_len / 8;
+    pl.tail_bytes = payload_len % 8;
+    for (uint64_t i = pl.first_word; i < pl.full_words; ++i) {
+      pl.sum_odd += 2 * i + 1;
+      pl.sum_i_odd += i * (2 * i + 1);
+    }
+    return pl;
+  }
+};
+
+struct HeaderFields {
+  Kind kind = Kind::data;
+  uint16_t stream = 0;
+  uint64_t seq = 0;
+  uint64_t tx_ns = 0;
+};
+
+inline void write_header(uint8_t* p, const HeaderFields& h, uint32_t payload_len) {
+  detail::store_be(p, kMagic, 4);
+  p[4] = kVersion;
+  p[5] = static_cast<uint8_t>(h.kind);
+  detail::store_be(p + 6, h.stream, 2);
+  detail::store_be(p + 8, h.seq, 8);
+  detail::store_be(p + 16, h.tx_ns, 8);
+  detail::store_be(p + 24, payload_len, 4);
+  std::memset(p + 28, 0, 4);
+}
+
+// Writes the pattern for (stream, seq) from plan.first_word on and returns its
+// checksum share; then the caller adds the share of the words before it.
+inline uint64_t write_pattern(uint8_t* p, const PayloadPlan& pl, uint64_t seed) {
+  uint64_t w = seed + uint64_t{pl.first_word} * kPatternStep;
+  for (uint32_t i = pl.first_word; i < pl.full_words; ++i) {
+    detail::store_le64(p + 8 * i, w);
+    w += kPatternStep;
+  }
+  uint64_t acc = seed * pl.sum_odd + kPatternStep * pl.sum_i_odd;
+  if (pl.tail_bytes && pl.full_words >= pl.first_word) {
+    uint8_t tail[8];
+    detail::store_le64(tail, w);
+    std::memcpy(p + 8ull * pl.full_words, tail, pl.tail_bytes);
+    const uint64_t masked = w & (~0ull >> (64 - 8 * pl.tail_bytes));
+    acc += masked * (2ull * pl.full_words + 1);
+  }
+  return acc;
+}
+
+// Checksum share of the first `words` full words (all before the pattern).
+inline uint64_t prefix_share(const uint8_t* p, uint32_t words) {
+  uint64_t acc = 0;
+  for (uint32_t i = 0; i < words; ++i) {
+    uint64_t w = detail::load_le64(p + 8 * i);
+    if (i == 3) w &= 0x00000000ffffffffull;
+    acc += w * (2ull * i + 1);
+  }
+  return acc;
+}
+
+inline void store_checksum(uint8_t* p, uint32_t csum) { detail::store_be(p + 28, csum, 4); }
+
+// Builds a complete data payload in place: header, pattern, checksum. This is
+// the per-packet work of every sender; it touches each payload byte once.
+inline void fill_data_payload(uint8_t* p, const PayloadPlan& pl, uint16_t stream, uint64_t seq, uint64_t tx_ns) {
+  write_header(p, HeaderFields{Kind::data, stream, seq, tx_ns}, pl.len);
+  uint64_t acc = prefix_share(p, kHeaderBytes / 8);
+  acc += write_pattern(p, pl, pattern_seed(stream, seq));
+  store_checksum(p, detail::fold32(acc));
+}
+
+// What an end marker tells the receiver about the run that just ended.
+struct EndMarkerBody {
+  uint64_t total_sent = 0;    // data packets sent on this stream (the header's seq says the same)
+  uint64_t delay_ns = 0;      // --delay between bursts
+  uint64_t count = 0;         // --count of the whole run, 0 if unbounded
+  uint32_t burst = 0;         // --burst
+  uint16_t stream_count = 0;  // streams in the whole run, so rx knows when all ended
+  uint16_t data_size = 0;     // --size of the data packets (payload bytes; 0 if > 65535)
+};
+
+inline void fill_end_marker(uint8_t* p, const PayloadPlan& pl, uint16_t stream, const EndMarkerBody& b,
+                            uint64_t tx_ns) {
+  write_header(p, HeaderFields{Kind::end, stream, b.total_sent, tx_ns}, pl.len);
+  uint8_t* q = p + kHeaderBytes;
+  detail::store_be(q, b.total_sent, 8);
+  detail::store_be(q + 8, b.delay_ns, 8);
+  detail::store_be(q + 16, b.count, 8);
+  detail::store_be(q + 24, b.burst, 4);
+  detail::store_be(q + 28, b.stream_count, 2);
+  detail::store_be(q + 30, b.data_size, 2);
+  uint64_t acc = prefix_share(p, kEndMarkerMinPayloadBytes / 8);
+  acc += write_pattern(p, pl, pattern_seed(stream, b.total_sent));
+  store_checksum(p, detail::fold32(acc));
+}
+
+inline PayloadPlan end_marker_plan(uint32_t data_payload_len) {
+  const uint32_t len = data_payload_len > kEndMarkerMinPayloadBytes ? data_payload_len : kEndMarkerMinPayloadBytes;
+  return PayloadPlan::make(len, kEndMarkerMinPayloadBytes / 8);
+}
+
+// ---- receiver side ----
+
+enum class Verdict : uint8_t {
+  data,       // well-formed, checksum ok
+  end,        // end marker, checksum ok
+  foreign,    // not our magic: someone else's UDP
+  malformed,  // our magic, but too short, wrong version/kind, or length field disagrees
+  corrupt,    // well-formed header, checksum mismatch
+};
+
+struct Decoded {
+  Verdict verdict = Verdict::foreign;
+  uint16_t stream = 0;
+  uint64_t seq = 0;
+  uint64_t tx_ns = 0;
+  EndMarkerBody end;  // valid when verdict == end
+};
+
+inline Decoded decode(const uint8_t* p, uint32_t len) {
+  Decoded d;
+  if (len < 4 || detail::load_be(p, 4) != kMagic) return d;
+  d.verdict = Verdict::malformed;
+  if (len < kHeaderBytes || p[4] != kVersion) return d;
+  const uint8_t kind = p[5];
+  if (kind != static_cast<uint8_t>(Kind::data) && kind != static_cast<uint8_t>(Kind::end)) return d;
+  if (detail::load_be(p + 24, 4) != len) return d;
+  if (kind == static_cast<uint8_t>(Kind::end) && len < kEndMarkerMinPayloadBytes) return d;
+  d.stream = static_cast<uint16_t>(detail::load_be(p + 6, 2));
+  d.seq = detail::load_be(p + 8, 8);
+  d.tx_ns = detail::load_be(p + 16, 8);
+  if (payload_checksum(p, len) != static_cast<uint32_t>(detail::load_be(p + 28, 4))) {
+    d.verdict = Verdict::corrupt;
+    return d;
+  }
+  if (kind == static_cast<uint8_t>(Kind::end)) {
+    const uint8_t* q = p + kHeaderBytes;
+    d.end.total_sent = detail::load_be(q, 8);
+    d.end.delay_ns = detail::load_be(q + 8, 8);
+    d.end.count = detail::load_be(q + 16, 8);
+    d.end.burst = static_cast<uint32_t>(detail::load_be(q + 24, 4));
+    d.end.stream_count = static_cast<uint16_t>(detail::load_be(q + 28, 2));
+    d.end.data_size = static_cast<uint16_t>(detail::load_be(q + 30, 2));
+    d.verdict = Verdict::end;
+    return d;
+  }
+  d.verdict = Verdict::data;
+  return d;
+}
+
+}  // namespace rateline::wire
