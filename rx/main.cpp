@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   try {
     report::JsonLines json(cfg.json_path);
     const drivers::SocketAddress bind = drivers::make_address(cfg.bind, cfg.port);
+    drivers::ensure_port_free(bind);
     const drivers::BackendChoice choice = drivers::choose_backend(cfg.backend);
     const topo::Placement placement = topo::place_workers(cfg.threads, cfg.cores);
 

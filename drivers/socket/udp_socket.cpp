@@ -121,6 +121,22 @@ RxSocketInfo open_udp_rx_socket(const UdpRxConfig& cfg) {
   return info;
 }
 
+void ensure_port_free(const SocketAddress& bind) {
+  FdGuard s{::socket(bind.storage.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP)};
+  if (s.fd < 0) throw SetupError("Couldn't open a UDP socket: " + errno_text(errno));
+  if (bind.is_v6()) {
+    const int v6only = 0;
+    setsockopt(s.fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+  }
+  if (::bind(s.fd, reinterpret_cast<const sockaddr*>(&bind.storage), bind.len) == 0) return;
+  const int e = errno;
+  if (e == EADDRINUSE)
+    throw SetupError("Couldn't bind " + bind.text() + ": the port is in use by another program: stop it or use --port");
+  throw SetupError("Couldn't bind " + bind.text() + ": " + errno_text(e) +
+                   (e == EADDRNOTAVAIL ? ". No interface has that address: use --bind with a local address"
+                    : e == EACCES ? ". Ports below 1024 need root or CAP_NET_BIND_SERVICE" : ""));
+}
+
 uint64_t socket_drops(int fd) {
   uint32_t mem[SK_MEMINFO_VARS] = {};
   socklen_t l = sizeof mem;

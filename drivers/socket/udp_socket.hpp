@@ -53,6 +53,12 @@ struct RxSocketInfo {
 };
 RxSocketInfo open_udp_rx_socket(const UdpRxConfig& cfg);
 
+// Throws SetupError when another socket already holds the port. Our workers
+// share one port through SO_REUSEPORT, and so could another process of the
+// same user: it would silently take half the traffic. A plain bind (no
+// SO_REUSEPORT) fails in exactly that case, so we probe with one first.
+void ensure_port_free(const SocketAddress& bind);
+
 // sk_drops of a socket: datagrams the kernel dropped because the receive
 // queue was full. The same counter SO_RXQ_OVFL reports per message; read via
 // SO_MEMINFO once per snapshot instead of a control message per packet.

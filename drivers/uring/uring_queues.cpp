@@ -129,6 +129,23 @@ UringRxQueue::UringRxQueue(const UdpRxConfig& cfg) : ring_(256) {
 }
 
 UringRxQueue::~UringRxQueue() {
+  // Cancel the multishot receive and wait for its last CQE: otherwise the
+  // ring's asynchronous teardown keeps the socket (and its port) alive for a
+  // while after we exit, and the next rx on that port fails to bind.
+  if (armed_) {
+    io_uring* ring = ring_.get();
+    io_uring_sqe* sqe = ring_.sqe();
+    io_uring_prep_cancel64(sqe, 1, 0);
+    sqe->user_data = 2;
+    io_uring_submit(ring);
+    for (int i = 0; i < 10000 && armed_; ++i) {
+      io_uring_cqe* cqe;
+      __kernel_timespec ts{0, 100'000'000};
+      if (io_uring_wait_cqe_timeout(ring, &cqe, &ts) != 0) break;
+      if (cqe->user_data == 1 && !(cqe->flags & IORING_CQE_F_MORE)) armed_ = false;
+      io_uring_cqe_seen(ring, cqe);
+    }
+  }
   io_uring_unregister_buf_ring(ring_.get(), kBufferGroup);
   munmap(buf_ring_, buf_ring_bytes_);
   if (fd_ >= 0) ::close(fd_);

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Builds rateline test frames with an independent implementation of the wire
+format (tests/integration, not src/), and sends them on an interface through
+an AF_PACKET raw socket: valid packets, packets with a byte flipped after the
+checksum was computed, duplicates and foreign UDP. The UDP checksum is always
+made correct, so the kernel delivers every frame and only rateline's own
+payload checksum can tell the corrupt ones.
+
+usage: inject_frames.py IFACE SRC_IP DST_IP DST_MAC PORT STREAM VALID CORRUPT DUPLICATES FOREIGN SIZE
+"""
+import socket
+import struct
+import sys
+
+MAGIC = 0x524C4E31
+M64 = (1 << 64) - 1
+
+
+def payload_checksum(p):
+    acc = 0
+    padded = p + b"\0" * (-len(p) % 8)
+    for i in range(len(padded) // 8):
+        w = int.from_bytes(padded[8 * i:8 * i + 8], "little")
+        if i == 3:
+            w &= 0xFFFFFFFF  # bytes 28..31 hold the checksum itself: read as zero
+        acc = (acc + w * (2 * i + 1)) & M64
+    return (acc ^ (acc >> 32)) & 0xFFFFFFFF
+
+
+def payload(kind, stream, seq, size, body=b""):
+    head = struct.pack(">IBBHQQII", MAGIC, 1, kind, stream, seq, 0, size, 0)
+    filler = bytes((seq * 7 + i) & 0xFF for i in range(size - len(head) - len(body)))
+    p = bytearray(head + body + filler)
+    p[28:32] = struct.pack(">I", payload_checksum(bytes(p)))
+    return bytes(p)
+
+
+def ones(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return s
+
+
+def frame(src_mac, dst_mac, src_ip, dst_ip, sport, dport, data):
+    udp_len = 8 + len(data)
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, 0, 0x4000, 64, 17, 0, src_ip, dst_ip)
+    ip = ip[:10] + struct.pack("!H", 0xFFFF - ones(ip)) + ip[12:]
+    pseudo = src_ip + dst_ip + struct.pack("!BBH", 0, 17, udp_len)
+    udp = struct.pack("!HHHH", sport, dport, udp_len, 0)
+    csum = 0xFFFF - ones(pseudo + udp + data) or 0xFFFF
+    udp = udp[:6] + struct.pack("!H", csum)
+    return dst_mac + src_mac + b"\x08\x00" + ip + udp + data
+
+
+def main():
+    iface, src, dst, dst_mac, port, stream, valid, corrupt, dups, foreign, size = sys.argv[1:12]
+    port, stream, valid, corrupt, dups, foreign, size = map(int, (port, stream, valid, corrupt, dups, foreign, size))
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((iface, 0))
+    src_mac = s.getsockname()[4]
+    dmac = bytes.fromhex(dst_mac.replace(":", ""))
+    sip, dip = socket.inet_aton(src), socket.inet_aton(dst)
+    send = lambda data, sport=40000: s.send(frame(src_mac, dmac, sip, dip, sport, port, data))
+    for seq in range(valid):
+        send(payload(1, stream, seq, size))
+        if seq < dups:
+            send(payload(1, stream, seq, size))  # replayed sequence: a duplicate
+        if seq < corrupt:
+            bad = bytearray(payload(1, stream, seq + valid, size))
+            bad[40 + seq % (size - 40)] ^= 0x5A  # flipped after the checksum was computed
+            send(bytes(bad))
+    for i in range(foreign):
+        send(b"not rateline %d" % i, sport=41000)
+    body = struct.pack(">QQQIHH", valid, 0, valid, 1, 1, size)
+    for _ in range(3):
+        send(payload(2, stream, valid, max(size, 64), body))
+
+
+if __name__ == "__main__":
+    main()

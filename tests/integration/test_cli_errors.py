@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Bad input: one clear line on stderr, exit code 2, nothing else."""
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from netlab import Checks, PKTGEN, RX
+
+c = Checks("cli_errors")
+bad = [
+    (PKTGEN, ["--burst", "0"]),
+    (PKTGEN, ["--burst", "lots"]),
+    (PKTGEN, ["--delay", "5parsecs"]),
+    (PKTGEN, ["--delay", "-1"]),
+    (PKTGEN, ["--size", "8"]),
+    (PKTGEN, ["--size", "70000"]),
+    (PKTGEN, ["--count", "1.5"]),
+    (PKTGEN, ["--count", "99999999999999999999999"]),
+    (PKTGEN, ["--rate", "fast"]),
+    (PKTGEN, ["--rate", "10k", "--delay", "1"]),
+    (PKTGEN, ["--port", "0"]),
+    (PKTGEN, ["--port", "65536"]),
+    (PKTGEN, ["--src-port", "9-3"]),
+    (PKTGEN, ["--threads", "2", "--src-port", "5000"]),
+    (PKTGEN, ["--threads", "0"]),
+    (PKTGEN, ["--backend", "carrier-pigeon"]),
+    (PKTGEN, ["--no-such-flag"]),
+    (PKTGEN, ["--duration", "0"]),
+    (RX, ["--count", "zero"]),
+    (RX, ["--rcvbuf", "huge"]),
+    (RX, ["--idle", "soon"]),
+    (RX, ["--port", "-5"]),
+    (RX, ["--max-streams", "0"]),
+    (RX, ["extra-argument"]),
+]
+for prog, args in bad:
+    r = subprocess.run([prog] + args, capture_output=True, text=True, timeout=10)
+    name = f"{os.path.basename(prog)} {' '.join(args)}"
+    lines = r.stderr.strip().splitlines()
+    c.eq(f"{name}: exit code", r.returncode, 2)
+    c.true(f"{name}: one line on stderr", len(lines) == 1, repr(r.stderr))
+    c.true(f"{name}: names the program", bool(lines) and lines[0].startswith(os.path.basename(prog) + ": "), repr(r.stderr))
+    c.eq(f"{name}: nothing on stdout", r.stdout, "")
+
+# Setup errors (not usage): clear message, exit 1.
+r = subprocess.run([PKTGEN, "--dst", "not-an-address", "--count", "1"], capture_output=True, text=True, timeout=10)
+c.eq("pktgen bad --dst: exit code", r.returncode, 1)
+c.true("pktgen bad --dst: says why", "not a numeric IPv4 or IPv6 address" in r.stderr, r.stderr)
+for prog in (PKTGEN, RX):
+    r = subprocess.run([prog, "--help"], capture_output=True, text=True, timeout=10)
+    c.eq(f"{os.path.basename(prog)} --help exit code", r.returncode, 0)
+c.done()
