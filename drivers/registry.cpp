@@ -1,56 +1,93 @@
 #include "registry.hpp"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "util/errors.hpp"
 
 namespace rateline::drivers {
+namespace {
+
+std::string uring_why_not() {
+#if RATELINE_HAVE_URING
+  return uring_unavailable_reason();
+#else
+  return "built without liburing";
+#endif
+}
+
+std::string afpacket_why_not() {
+  const int fd = ::socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+  if (fd >= 0) {
+    ::close(fd);
+    return {};
+  }
+  if (errno == EPERM || errno == EACCES) return "AF_PACKET needs CAP_NET_RAW";
+  return std::string("AF_PACKET unavailable: ") + errno_text(errno);
+}
+
+}  // namespace
 
 const char* backend_name(Backend b) {
   switch (b) {
     case Backend::socket: return "socket";
     case Backend::uring: return "uring";
+    case Backend::afpacket: return "afpacket";
   }
   return "?";
 }
 
-std::vector<std::string> backend_choices() { return {"auto", "uring", "socket"}; }
+std::vector<std::string> backend_choices() { return {"auto", "afpacket", "uring", "socket"}; }
 
-BackendChoice choose_backend(const std::string& requested) {
+bool is_raw(Backend b) { return b == Backend::afpacket; }
+
+BackendChoice choose_backend(const std::string& requested, Direction dir, bool raw_ok, const std::string& raw_why) {
   BackendChoice c;
+  std::string skipped;
   if (requested == "socket") {
-    c.backend = Backend::socket;
     c.note = "socket (sendmmsg/recvmmsg), as asked";
     return c;
   }
-#if RATELINE_HAVE_URING
-  const std::string why_not = uring_unavailable_reason();
-#else
-  const std::string why_not = "built without liburing";
-#endif
-  if (why_not.empty()) {
+  if (requested == "afpacket" || (requested == "auto" && dir == Direction::tx)) {
+    std::string why = raw_ok ? afpacket_why_not() : raw_why;
+    if (why.empty()) {
+      c.backend = Backend::afpacket;
+      c.note = requested == "auto" ? "afpacket (auto: fastest that works here)" : "afpacket, as asked";
+      return c;
+    }
+    if (requested == "afpacket") throw BackendUnavailable(why + "; --backend socket works without it");
+    skipped = "afpacket skipped: " + why + "; ";
+  }
+  const std::string uring_why = uring_why_not();
+  if (uring_why.empty()) {
     c.backend = Backend::uring;
-    c.note = requested == "auto" ? "uring (auto: io_uring works here)" : "uring, as asked";
+    c.note = requested == "auto" ? "uring (auto: " + skipped + "io_uring works here)" : "uring, as asked";
     return c;
   }
   // The embedded default must work everywhere: io_uring missing falls back, with the reason.
   c.backend = Backend::socket;
-  c.note = "socket (fallback: " + why_not + ")";
+  c.note = "socket (fallback: " + skipped + uring_why + ")";
   return c;
 }
 
-AnyTxQueue open_tx_queue(Backend b, const UdpTxConfig& cfg) {
+AnyTxQueue open_tx_queue(Backend b, const TxQueueConfig& cfg) {
+  switch (b) {
+    case Backend::afpacket: return std::make_unique<AfPacketTxQueue>(cfg.raw);
 #if RATELINE_HAVE_URING
-  if (b == Backend::uring) return std::make_unique<UringTxQueue>(cfg);
+    case Backend::uring: return std::make_unique<UringTxQueue>(cfg.udp);
 #endif
-  (void)b;
-  return std::make_unique<SocketTxQueue>(cfg);
+    default: return std::make_unique<SocketTxQueue>(cfg.udp);
+  }
 }
 
-AnyRxQueue open_rx_queue(Backend b, const UdpRxConfig& cfg) {
+AnyRxQueue open_rx_queue(Backend b, const RxQueueConfig& cfg) {
+  switch (b) {
+    case Backend::afpacket: return std::make_unique<AfPacketRxQueue>(cfg.raw);
 #if RATELINE_HAVE_URING
-  if (b == Backend::uring) return std::make_unique<UringRxQueue>(cfg);
+    case Backend::uring: return std::make_unique<UringRxQueue>(cfg.udp);
 #endif
-  (void)b;
-  return std::make_unique<SocketRxQueue>(cfg);
+    default: return std::make_unique<SocketRxQueue>(cfg.udp);
+  }
 }
 
 }  // namespace rateline::drivers

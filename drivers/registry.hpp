@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "afpacket/afpacket_queues.hpp"
 #include "rateline_config.h"
 #include "socket/socket_queues.hpp"
 #if RATELINE_HAVE_URING
@@ -15,34 +16,50 @@
 
 namespace rateline::drivers {
 
-enum class Backend { socket, uring };
+enum class Backend { socket, uring, afpacket };
 
 const char* backend_name(Backend b);
 // Names accepted by --backend, "auto" first.
 std::vector<std::string> backend_choices();
+// Whether the backend moves whole Ethernet frames (needs MACs, an interface).
+bool is_raw(Backend b);
 
 struct BackendChoice {
   Backend backend = Backend::socket;
   std::string note;  // why this one (and why others were skipped), printed at start
 };
 
-// "auto" picks the fastest that works here, in order uring, socket.
-// An explicit name that cannot work here throws BackendUnavailable... unless
-// it is uring and fallback is allowed: then the notice says so.
-BackendChoice choose_backend(const std::string& requested);
+enum class Direction { tx, rx };
 
-using AnyTxQueue = std::variant<std::unique_ptr<SocketTxQueue>
+// "auto" picks the fastest that works here and says why it skipped others:
+// TX afpacket > uring > socket; RX uring > socket (AF_PACKET only taps frames
+// the stack still processes, so it is never chosen for rx by itself).
+// `raw_ok`: the caller can build whole frames (interface and MACs known); when
+// false, `raw_why` says why not. An explicit backend that cannot work throws
+// BackendUnavailable with the reason, except io_uring, which falls back.
+BackendChoice choose_backend(const std::string& requested, Direction dir, bool raw_ok, const std::string& raw_why);
+
+struct TxQueueConfig {
+  UdpTxConfig udp;  // socket, uring
+  RawTxConfig raw;  // afpacket
+};
+struct RxQueueConfig {
+  UdpRxConfig udp;
+  RawRxConfig raw;
+};
+
+using AnyTxQueue = std::variant<std::unique_ptr<SocketTxQueue>, std::unique_ptr<AfPacketTxQueue>
 #if RATELINE_HAVE_URING
                                 , std::unique_ptr<UringTxQueue>
 #endif
                                 >;
-using AnyRxQueue = std::variant<std::unique_ptr<SocketRxQueue>
+using AnyRxQueue = std::variant<std::unique_ptr<SocketRxQueue>, std::unique_ptr<AfPacketRxQueue>
 #if RATELINE_HAVE_URING
                                 , std::unique_ptr<UringRxQueue>
 #endif
                                 >;
 
-AnyTxQueue open_tx_queue(Backend b, const UdpTxConfig& cfg);
-AnyRxQueue open_rx_queue(Backend b, const UdpRxConfig& cfg);
+AnyTxQueue open_tx_queue(Backend b, const TxQueueConfig& cfg);
+AnyRxQueue open_rx_queue(Backend b, const RxQueueConfig& cfg);
 
 }  // namespace rateline::drivers

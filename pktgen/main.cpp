@@ -12,6 +12,7 @@
 
 #include "engine/tx_loop.hpp"
 #include "net/frame.hpp"
+#include "net/iface.hpp"
 #include "pktgen_config.hpp"
 #include "registry.hpp"
 #include "report/json_lines.hpp"
@@ -27,7 +28,7 @@ namespace {
 
 struct Worker {
   engine::TxPlan plan;
-  drivers::UdpTxConfig queue_cfg;
+  drivers::TxQueueConfig queue_cfg;
   std::unique_ptr<stats::TxSnapshotRing> snapshots = std::make_unique<stats::TxSnapshotRing>(16);
   stats::Snapshot<stats::TxCounters> latest{};
   engine::TxResult result;
@@ -69,6 +70,52 @@ std::string local_address_towards(const drivers::SocketAddress& dst) {
   return ip;
 }
 
+// What a raw (Ethernet-layer) backend needs to build whole frames; why_not
+// says why it cannot, for the backend choice to print.
+struct RawPath {
+  net::Interface iface;
+  net::UdpEndpoints endpoints;
+  std::string why_not;
+};
+
+RawPath resolve_raw_path(const pktgen::Config& cfg, const drivers::SocketAddress& dst, const std::string& local_ip,
+                         const std::string& device, const net::FrameSizes& sizes) {
+  RawPath r;
+  if (device.empty()) {
+    r.why_not = "no interface found towards " + cfg.dst + " (give --device)";
+    return r;
+  }
+  try {
+    r.iface = net::interface_info(device);
+  } catch (const std::exception& e) {
+    r.why_not = e.what();
+    return r;
+  }
+  const bool v6 = dst.is_v6();
+  auto ip_of = [v6](const sockaddr_storage& ss) {
+    return v6 ? net::IpAddress::v6(reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr)
+              : net::IpAddress::v4(reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr);
+  };
+  r.endpoints.dst_ip = ip_of(dst.storage);
+  r.endpoints.src_ip = ip_of(drivers::make_address(local_ip.empty() ? (v6 ? "::" : "0.0.0.0") : local_ip, 0).storage);
+  r.endpoints.dst_port = cfg.port;
+  r.endpoints.src_mac = r.iface.mac;
+  if (!cfg.dst_mac.empty()) {
+    r.endpoints.dst_mac = net::parse_mac(cfg.dst_mac);
+  } else if (device == "lo") {
+    r.endpoints.dst_mac = {};  // loopback frames carry zero MACs
+  } else if (auto mac = net::neighbour_mac(r.endpoints.dst_ip, r.iface.index)) {
+    r.endpoints.dst_mac = *mac;
+  } else {
+    r.why_not = "no neighbour entry for " + cfg.dst + " on " + device +
+                " (ping it once so the kernel resolves its MAC, or give --dst-mac)";
+    return r;
+  }
+  if (r.iface.mtu && sizes.l3 > r.iface.mtu)
+    r.why_not = "frames of " + std::to_string(sizes.l3) + " B IP exceed the MTU " + std::to_string(r.iface.mtu) + " of " + device;
+  return r;
+}
+
 template <class Q>
 void run_worker(Worker& w, Q& q) {
   w.result = engine::run_tx(q, w.plan, *w.snapshots, stop_flag());
@@ -90,9 +137,13 @@ int main(int argc, char** argv) {
       throw SetupError("--size " + std::to_string(cfg.size) + " does not fit the path MTU " + std::to_string(mtu) +
                        " towards " + cfg.dst + ": at most " + std::to_string(mtu - (sizes.l3 - cfg.size)) +
                        " bytes of UDP payload");
-    const report::LinkInfo link = report::link_info(
-        cfg.device.empty() ? report::device_for_local_address(local_address_towards(dst)) : cfg.device);
-    const drivers::BackendChoice choice = drivers::choose_backend(cfg.backend);
+    const std::string local_ip = local_address_towards(dst);
+    const std::string device = cfg.device.empty() ? report::device_for_local_address(local_ip) : cfg.device;
+    const report::LinkInfo link = report::link_info(device);
+    const RawPath raw = resolve_raw_path(cfg, dst, local_ip, device, sizes);
+    const drivers::BackendChoice choice =
+        drivers::choose_backend(cfg.backend, drivers::Direction::tx, raw.why_not.empty(), raw.why_not);
+    const bool raw_backend = drivers::is_raw(choice.backend);
     const topo::Placement placement = topo::place_workers(cfg.threads, cfg.cores);
 
     pace::PacePlan pace = pace::PacePlan::for_delay(cfg.burst, cfg.delay_ns);
@@ -115,17 +166,30 @@ int main(int argc, char** argv) {
     for (unsigned i = 0; i < cfg.threads; ++i) {
       auto w = std::make_unique<Worker>();
       w->cpu = placement.worker_cpus[i];
-      w->queue_cfg.dst = dst;
-      w->queue_cfg.slot_bytes = std::max(cfg.size, wire::kEndMarkerMinPayloadBytes);
-      w->queue_cfg.batch = cfg.batch;
-      w->queue_cfg.sndbuf_bytes = cfg.sndbuf_bytes;
-      w->queue_cfg.device = cfg.device;
+      drivers::UdpTxConfig& udp = w->queue_cfg.udp;
+      udp.dst = dst;
+      udp.slot_bytes = std::max(cfg.size, wire::kEndMarkerMinPayloadBytes);
+      udp.batch = cfg.batch;
+      udp.sndbuf_bytes = cfg.sndbuf_bytes;
+      udp.device = cfg.device;
+      drivers::RawTxConfig& rawq = w->queue_cfg.raw;
+      rawq.iface = raw.iface;
+      rawq.max_frame_bytes = static_cast<uint32_t>(net::headers_len(cfg.ipv6)) + udp.slot_bytes;
+      rawq.batch = cfg.batch;
       engine::TxPlan& plan = w->plan;
+      const uint32_t end_len = wire::end_marker_plan(cfg.size).len;
       for (size_t f = i; f < ports.size(); f += cfg.threads) {
         engine::TxFlow flow;
         flow.stream = static_cast<uint16_t>(f);
-        flow.queue_flow = static_cast<uint16_t>(w->queue_cfg.src_ports.size());
-        w->queue_cfg.src_ports.push_back(ports[f]);
+        flow.queue_flow = static_cast<uint16_t>(udp.src_ports.size());
+        udp.src_ports.push_back(ports[f]);
+        if (raw_backend) {
+          net::UdpEndpoints ep = raw.endpoints;
+          // Raw frames bind no socket: an unset source port gets a fixed one per stream.
+          ep.src_port = ports[f] ? ports[f] : static_cast<uint16_t>(40000 + f);
+          flow.headers_len = static_cast<uint32_t>(net::build_udp_headers(flow.headers, ep, cfg.size));
+          net::build_udp_headers(flow.end_headers, ep, end_len);
+        }
         plan.flows.push_back(flow);
       }
       plan.quota = cfg.count ? cfg.count / cfg.threads + (i < cfg.count % cfg.threads ? 1 : 0) : 0;

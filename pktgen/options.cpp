@@ -1,5 +1,6 @@
 #include <CLI/CLI.hpp>
 
+#include "net/iface.hpp"
 #include "pktgen_config.hpp"
 #include "registry.hpp"
 #include "util/cli.hpp"
@@ -34,7 +35,8 @@ int parse_options(int argc, char** argv, Config& cfg) {
       ->capture_default_str();
   app.add_option("--batch", batch, "packets per backend call")->capture_default_str();
   app.add_option("--sndbuf", sndbuf, "socket send buffer bytes (4M, 256k)");
-  app.add_option("--device", cfg.device, "send through this interface (SO_BINDTODEVICE)");
+  app.add_option("--device", cfg.device, "send through this interface (SO_BINDTODEVICE; raw backends: the interface)");
+  app.add_option("--dst-mac", cfg.dst_mac, "raw backends: destination MAC (default: the kernel's neighbour entry)");
   app.add_option("--end-markers", end_markers, "end-marker copies per stream (they carry the exact total)")
       ->capture_default_str();
   app.add_option("--json", cfg.json_path, "write JSON lines to this file (- for stdout)");
@@ -62,6 +64,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
     }
     cfg.rate_layer = rate_layer == "l1" ? RateLayer::l1 : rate_layer == "l2" ? RateLayer::l2 : RateLayer::payload;
     cfg.dst = dst.empty() ? (cfg.ipv6 ? "::1" : "127.0.0.1") : dst;
+    if (!cfg.dst_mac.empty()) convert("--dst-mac", [&] { return net::parse_mac(cfg.dst_mac); });
     if (!src_ports.empty()) {
       cfg.src_ports = convert("--src-port", [&] { return units::parse_port_range(src_ports); });
       if (cfg.src_ports->count() < cfg.threads)

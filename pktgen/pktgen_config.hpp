@@ -31,6 +31,7 @@ struct Config {
   uint32_t batch = 32;
   int sndbuf_bytes = 0;
   std::string device;
+  std::string dst_mac;       // raw backends: destination MAC; default from the neighbour table
   uint32_t end_markers = 3;
   std::string json_path;
   bool quiet = false;

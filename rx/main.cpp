@@ -1,5 +1,7 @@
 // rx: setup, workers, live progress, end conditions and the final report.
 // The per-packet loop is engine::run_rx (src/engine/rx_loop.hpp).
+#include <unistd.h>
+
 #include <cinttypes>
 #include <cstdio>
 #include <latch>
@@ -9,7 +11,9 @@
 
 #include "engine/rx_loop.hpp"
 #include "registry.hpp"
+#include "net/iface.hpp"
 #include "report/json_lines.hpp"
+#include "report/link.hpp"
 #include "report/rates.hpp"
 #include "report/rx_summary.hpp"
 #include "rx_config.hpp"
@@ -24,7 +28,7 @@ namespace {
 
 struct Worker {
   engine::RxPlan plan;
-  drivers::UdpRxConfig queue_cfg;
+  drivers::RxQueueConfig queue_cfg;
   std::unique_ptr<stats::RxSnapshotRing> snapshots = std::make_unique<stats::RxSnapshotRing>(16);
   stats::Snapshot<stats::RxCounters> latest{};
   engine::RxResult result;
@@ -43,7 +47,6 @@ std::atomic<bool> g_workers_stop{false};
 
 template <class Q>
 void run_worker(Worker& w, Q& q) {
-  w.socket = q.info();
   if constexpr (requires { q.mode(); }) w.backend_mode = q.mode();
   w.result = engine::run_rx(q, w.plan, *w.snapshots, g_workers_stop, [&q] { return q.drops(); });
   if constexpr (requires { q.buffer_ring_empty(); }) w.buffer_ring_empty = q.buffer_ring_empty();
@@ -59,19 +62,37 @@ int main(int argc, char** argv) {
     report::JsonLines json(cfg.json_path);
     const drivers::SocketAddress bind = drivers::make_address(cfg.bind, cfg.port);
     drivers::ensure_port_free(bind);
-    const drivers::BackendChoice choice = drivers::choose_backend(cfg.backend);
+    // Raw backends tap an interface: --device, or the one that owns --bind.
+    const std::string device = !cfg.device.empty() ? cfg.device : report::device_for_local_address(cfg.bind);
+    std::string raw_why = device.empty() ? "AF_PACKET receives on one interface: give --device (or --bind a local address)" : "";
+    net::Interface iface;
+    if (!device.empty()) {
+      try {
+        iface = net::interface_info(device);
+      } catch (const std::exception& e) {
+        raw_why = e.what();
+      }
+    }
+    const drivers::BackendChoice choice = drivers::choose_backend(cfg.backend, drivers::Direction::rx, raw_why.empty(), raw_why);
     const topo::Placement placement = topo::place_workers(cfg.threads, cfg.cores);
 
     std::vector<std::unique_ptr<Worker>> workers;
     for (unsigned i = 0; i < cfg.threads; ++i) {
       auto w = std::make_unique<Worker>();
       w->cpu = placement.worker_cpus[i];
-      w->queue_cfg.bind = bind;
-      w->queue_cfg.slot_bytes = cfg.max_size + 1;  // one spare byte: a longer datagram shows up as truncated
-      w->queue_cfg.batch = cfg.batch;
-      w->queue_cfg.rcvbuf_bytes = cfg.rcvbuf_bytes;
-      w->queue_cfg.reuseport = true;
-      w->queue_cfg.device = cfg.device;
+      drivers::UdpRxConfig& udp = w->queue_cfg.udp;
+      udp.bind = bind;
+      udp.slot_bytes = cfg.max_size + 1;  // one spare byte: a longer datagram shows up as truncated
+      udp.batch = cfg.batch;
+      udp.rcvbuf_bytes = cfg.rcvbuf_bytes;
+      udp.reuseport = true;
+      udp.device = cfg.device;
+      drivers::RawRxConfig& raw = w->queue_cfg.raw;
+      raw.iface = iface;
+      raw.batch = cfg.batch;
+      raw.fanout_group = static_cast<int>(getpid() & 0xffff) | 1;
+      raw.guard_port = cfg.port;
+      raw.ipv6 = cfg.ipv6;
       w->plan.batch = cfg.batch;
       w->plan.max_streams = cfg.max_streams;
       w->plan.udp_port = cfg.port;
@@ -87,7 +108,9 @@ int main(int argc, char** argv) {
         bool counted = false;
         try {
           drivers::AnyRxQueue q = drivers::open_rx_queue(backend, w.queue_cfg);
-          std::visit([&](auto& qp) { w.socket = qp->info(); }, q);
+          std::visit([&](auto& qp) {
+            if constexpr (requires { qp->info(); }) w.socket = qp->info();
+          }, q);
           ready.count_down();
           counted = true;
           std::visit([&](auto& qp) { run_worker(w, *qp); }, q);
@@ -109,8 +132,13 @@ int main(int argc, char** argv) {
     }
 
     const drivers::RxSocketInfo& sock = workers.front()->socket;
-    std::printf("rx: listening on %s, backend %s, %u worker(s); placement: %s\n", bind.text().c_str(),
+    std::printf("rx: listening on %s%s, backend %s, %u worker(s); placement: %s\n", bind.text().c_str(),
+                drivers::is_raw(choice.backend) ? (" (tapping " + iface.name + ")").c_str() : "",
                 choice.note.c_str(), cfg.threads, placement.text.c_str());
+    if (drivers::is_raw(choice.backend))
+      std::printf("rx: receive buffer: AF_PACKET ring of %u x %u KiB blocks per worker\n", workers.front()->queue_cfg.raw.blocks,
+                  workers.front()->queue_cfg.raw.block_bytes / 1024);
+    else
     std::printf("rx: receive buffer %d bytes%s\n", sock.rcvbuf_bytes,
                 cfg.rcvbuf_bytes == 0 ? " (kernel default)"
                 : sock.rcvbuf_forced ? " (SO_RCVBUFFORCE)"

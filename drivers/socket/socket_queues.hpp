@@ -29,6 +29,7 @@ class SocketTxQueue {
   }
   engine::CommitResult commit(std::span<engine::TxSlot> filled);
   void cancel(std::span<engine::TxSlot>) {}  // our buffers: nothing to give back
+  void flush() {}  // sendmmsg returned: the kernel owns the data already
   void reclaim();                            // waits briefly for send-buffer space
 
  private:

@@ -40,6 +40,7 @@ class UringTxQueue {
   }
   engine::CommitResult commit(std::span<engine::TxSlot> filled);
   void cancel(std::span<engine::TxSlot>) {}
+  void flush() {}  // sendmsg returned: the kernel owns the data already
   void reclaim();
   const std::string& mode() const { return ring_.mode(); }
 

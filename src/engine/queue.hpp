@@ -50,6 +50,7 @@ concept TxQueue = requires(Q& q, uint32_t n, std::span<TxSlot> s) {
   { q.commit(s) } -> std::same_as<CommitResult>;        // s is a suffix of the last reserve()
   { q.cancel(s) } -> std::same_as<void>;                // give back reserved slots never committed
   { q.reclaim() } -> std::same_as<void>;                // reap completions so reserve() finds room
+  { q.flush() } -> std::same_as<void>;                  // at the end: wait (bounded) until all committed left
 };
 
 struct RxFrame {

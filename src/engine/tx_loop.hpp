@@ -21,13 +21,33 @@ namespace rateline::engine {
 
 namespace detail {
 
+// Where the data payload goes in a slot. Ethernet-layer slots get the flow's
+// headers only when they do not hold them already: a slot that is stale, or
+// last carried another flow (backends keep one TxSlot per ring frame, so
+// `flow` remembers what the frame holds).
 template <TxQueue Q>
-inline uint8_t* payload_start(TxSlot& s, const TxFlow& f) {
+inline uint8_t* data_payload(TxSlot& s, const TxFlow& f) {
   if constexpr (Q::kLayer == Layer::ethernet) {
-    if (s.stale) {
+    if (s.stale || s.flow != f.queue_flow) {
       std::memcpy(s.data, f.headers.data(), f.headers_len);
       s.stale = false;
     }
+    s.flow = f.queue_flow;
+    return s.data + f.headers_len;
+  } else {
+    s.flow = f.queue_flow;
+    return s.data;
+  }
+}
+
+// End markers have their own length, so their own headers; the slot is left
+// stale so that the next data packet in it rewrites the data headers.
+template <TxQueue Q>
+inline uint8_t* end_marker_payload(TxSlot& s, const TxFlow& f) {
+  s.flow = f.queue_flow;
+  if constexpr (Q::kLayer == Layer::ethernet) {
+    std::memcpy(s.data, f.end_headers.data(), f.headers_len);
+    s.stale = true;
     return s.data + f.headers_len;
   } else {
     return s.data;
@@ -121,8 +141,7 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
       flow_cursor = flow_cursor + 1 == flows ? 0 : flow_cursor + 1;
       uint64_t seq = f.next_seq;
       for (TxSlot& s : slots) {
-        s.flow = f.queue_flow;
-        wire::fill_data_payload(detail::payload_start<Q>(s, f), plan.payload, f.stream, seq++, now_ns());
+        wire::fill_data_payload(detail::data_payload<Q>(s, f), plan.payload, f.stream, seq++, now_ns());
         detail::finish_frame<Q>(s, f, plan.payload.len, plan.ipv6);
       }
       const uint32_t taken = detail::commit_all(q, slots, c, plan.stall_timeout_ns, stop, result.stalled);
@@ -156,16 +175,15 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
       }
       if (slots.empty()) continue;
       TxSlot& s = slots[0];
-      s.flow = f.queue_flow;
       wire::EndMarkerBody body = plan.end_body;
       body.total_sent = f.next_seq;
-      wire::fill_end_marker(detail::payload_start<Q>(s, f), plan.end_payload, f.stream, body, now_ns());
+      wire::fill_end_marker(detail::end_marker_payload<Q>(s, f), plan.end_payload, f.stream, body, now_ns());
       detail::finish_frame<Q>(s, f, plan.end_payload.len, plan.ipv6);
       bool stalled = false;
       c.end_markers += detail::commit_all(q, slots, c, kEndMarkerStallNs, no_stop, stalled);
     }
   }
-  q.reclaim();
+  q.flush();
   publish(now_ns(), true);
   result.counters = c;
   result.flows = std::move(plan.flows);

@@ -19,6 +19,7 @@ struct TxFlow {
   // Ethernet-layer backends only: Ethernet+IP+UDP headers, UDP checksum
   // field holding the header-only partial sum (net::build_udp_headers).
   std::array<uint8_t, 64> headers{};
+  std::array<uint8_t, 64> end_headers{};  // same, for the end markers' length
   uint32_t headers_len = 0;
 };
 

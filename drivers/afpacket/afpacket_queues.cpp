@@ -1,0 +1,299 @@
+#include "afpacket/afpacket_queues.hpp"
+
+#include <arpa/inet.h>
+#include <linux/filter.h>
+#include <net/ethernet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "util/errors.hpp"
+
+namespace rateline::drivers {
+namespace {
+
+// TX frames carry their data right after the aligned tpacket2_hdr
+// (Documentation/networking/packet_mmap.rst, "TX_RING").
+constexpr uint32_t kTxDataOffset = TPACKET_ALIGN(sizeof(tpacket2_hdr));
+
+int open_packet_socket(int protocol) {
+  const int fd = ::socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, protocol);
+  if (fd >= 0) return fd;
+  if (errno == EPERM || errno == EACCES)
+    throw BackendUnavailable("AF_PACKET needs CAP_NET_RAW (run as root, or setcap cap_net_raw+ep on the binary)");
+  throw BackendUnavailable("Couldn't open an AF_PACKET socket: " + errno_text(errno));
+}
+
+void set_packet_opt(int fd, int opt, int value, const char* what) {
+  if (setsockopt(fd, SOL_PACKET, opt, &value, sizeof value) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw BackendUnavailable(std::string("Couldn't set ") + what + " on the AF_PACKET socket: " + errno_text(e));
+  }
+}
+
+uint32_t round_up_pow2(uint32_t v) {
+  uint32_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+uint32_t load_status(const volatile uint32_t* s) { return __atomic_load_n(s, __ATOMIC_ACQUIRE); }
+void store_status(volatile uint32_t* s, uint32_t v) { __atomic_store_n(s, v, __ATOMIC_RELEASE); }
+
+}  // namespace
+
+AfPacketTxQueue::AfPacketTxQueue(const RawTxConfig& cfg) {
+  fd_ = open_packet_socket(0);  // protocol 0: this socket only sends, it receives nothing
+  set_packet_opt(fd_, PACKET_VERSION, TPACKET_V2, "TPACKET_V2");
+  // Straight to the driver: we measure the NIC and the stack's TX path, not a qdisc's queue.
+  set_packet_opt(fd_, PACKET_QDISC_BYPASS, 1, "PACKET_QDISC_BYPASS");
+  frame_bytes_ = round_up_pow2(std::max<uint32_t>(2048, kTxDataOffset + cfg.max_frame_bytes));
+  block_bytes_ = std::max<uint32_t>(frame_bytes_, 1u << 16);
+  frames_per_block_ = block_bytes_ / frame_bytes_;
+  ring_frames_ = std::max<uint32_t>(cfg.ring_frames, cfg.batch * 2);
+  ring_frames_ = (ring_frames_ + frames_per_block_ - 1) / frames_per_block_ * frames_per_block_;
+  tpacket_req req{};
+  req.tp_block_size = block_bytes_;
+  req.tp_block_nr = ring_frames_ / frames_per_block_;
+  req.tp_frame_size = frame_bytes_;
+  req.tp_frame_nr = ring_frames_;
+  if (setsockopt(fd_, SOL_PACKET, PACKET_TX_RING, &req, sizeof req) != 0) {
+    const int e = errno;
+    ::close(fd_);
+    throw BackendUnavailable("Couldn't create the AF_PACKET TX ring: " + errno_text(e));
+  }
+  ring_bytes_ = size_t{block_bytes_} * req.tp_block_nr;
+  void* mem = mmap(nullptr, ring_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, 0);
+  if (mem == MAP_FAILED) {
+    const int e = errno;
+    ::close(fd_);
+    throw BackendUnavailable("Couldn't map the AF_PACKET TX ring: " + errno_text(e));
+  }
+  ring_ = static_cast<uint8_t*>(mem);
+  sockaddr_ll ll{};
+  ll.sll_family = AF_PACKET;
+  ll.sll_ifindex = cfg.iface.index;
+  ll.sll_protocol = 0;
+  if (::bind(fd_, reinterpret_cast<sockaddr*>(&ll), sizeof ll) != 0) {
+    const int e = errno;
+    munmap(ring_, ring_bytes_);
+    ::close(fd_);
+    throw SetupError("Couldn't bind AF_PACKET to " + cfg.iface.name + ": " + errno_text(e));
+  }
+  slots_.resize(ring_frames_);
+  for (uint32_t i = 0; i < ring_frames_; ++i) {
+    slots_[i].data = reinterpret_cast<uint8_t*>(frame(i)) + kTxDataOffset;
+    slots_[i].capacity = frame_bytes_ - kTxDataOffset;
+    slots_[i].stale = true;
+  }
+}
+
+AfPacketTxQueue::~AfPacketTxQueue() {
+  if (ring_) munmap(ring_, ring_bytes_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::span<engine::TxSlot> AfPacketTxQueue::reserve(uint32_t n) {
+  // Contiguous frames from head_, never across the ring's end (the caller
+  // gets a shorter batch there and asks again).
+  const uint32_t limit = std::min(n, ring_frames_ - head_);
+  uint32_t count = 0;
+  while (count < limit) {
+    volatile uint32_t* st = &frame(head_ + count)->tp_status;
+    const uint32_t s = load_status(st);  // pairs with the kernel's release when it frees the skb
+    if (s == TP_STATUS_AVAILABLE) {
+      ++count;
+      continue;
+    }
+    if (s & TP_STATUS_WRONG_FORMAT) {  // the kernel refused this frame: count it, reuse the frame
+      ++wrong_format_;
+      store_status(st, TP_STATUS_AVAILABLE);
+      ++count;
+      continue;
+    }
+    break;  // SEND_REQUEST or SENDING: still the kernel's
+  }
+  return {slots_.data() + head_, count};
+}
+
+engine::CommitResult AfPacketTxQueue::commit(std::span<engine::TxSlot> filled) {
+  for (engine::TxSlot& s : filled) {
+    const auto i = static_cast<uint32_t>(&s - slots_.data());
+    tpacket2_hdr* h = frame(i);
+    h->tp_len = s.len;
+    store_status(&h->tp_status, TP_STATUS_SEND_REQUEST);  // frame contents before status: release
+  }
+  head_ += static_cast<uint32_t>(filled.size());
+  if (head_ == ring_frames_) head_ = 0;
+  kick();
+  // Every frame in the ring is the kernel's now; one that the device later
+  // refuses shows in the interface's tx_dropped, which the report reads.
+  return {static_cast<uint32_t>(filled.size()), 0, 0};
+}
+
+void AfPacketTxQueue::kick() {
+  // One send() walks every SEND_REQUEST frame in the ring.
+  if (::send(fd_, nullptr, 0, MSG_DONTWAIT) < 0 && errno != EAGAIN && errno != ENOBUFS && errno != EINTR) {
+    // Nothing useful to do on the hot path; the frames stay queued and the next kick retries.
+  }
+}
+
+void AfPacketTxQueue::reclaim() {
+  kick();
+  pollfd p{fd_, POLLOUT, 0};
+  ::poll(&p, 1, 1);
+}
+
+void AfPacketTxQueue::flush() {
+  for (int tries = 0; tries < 2000; ++tries) {
+    bool pending = false;
+    for (uint32_t i = 0; i < ring_frames_ && !pending; ++i) {
+      const uint32_t s = load_status(&frame(i)->tp_status);
+      pending = s == TP_STATUS_SEND_REQUEST || s == TP_STATUS_SENDING;
+    }
+    if (!pending) return;
+    reclaim();
+  }
+}
+
+AfPacketRxQueue::AfPacketRxQueue(const RawRxConfig& cfg) : timeout_ms_(cfg.poll_timeout_ms) {
+  fd_ = open_packet_socket(htons(ETH_P_ALL));
+  set_packet_opt(fd_, PACKET_VERSION, TPACKET_V3, "TPACKET_V3");
+#ifdef PACKET_IGNORE_OUTGOING
+  const int one = 1;
+  setsockopt(fd_, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);  // our own replies are not arrivals
+#endif
+  block_bytes_ = cfg.block_bytes;
+  blocks_ = cfg.blocks;
+  tpacket_req3 req{};
+  req.tp_block_size = block_bytes_;
+  req.tp_block_nr = blocks_;
+  req.tp_frame_size = 2048;  // V3 packs variable-size frames; this only has to divide the block
+  req.tp_frame_nr = block_bytes_ / 2048 * blocks_;
+  req.tp_retire_blk_tov = 5;  // ms: a partly filled block reaches us within 5 ms
+  if (setsockopt(fd_, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) != 0) {
+    const int e = errno;
+    ::close(fd_);
+    throw BackendUnavailable("Couldn't create the AF_PACKET RX ring: " + errno_text(e));
+  }
+  ring_bytes_ = size_t{block_bytes_} * blocks_;
+  void* mem = mmap(nullptr, ring_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, 0);
+  if (mem == MAP_FAILED) {
+    const int e = errno;
+    ::close(fd_);
+    throw BackendUnavailable("Couldn't map the AF_PACKET RX ring: " + errno_text(e));
+  }
+  ring_ = static_cast<uint8_t*>(mem);
+  sockaddr_ll ll{};
+  ll.sll_family = AF_PACKET;
+  ll.sll_ifindex = cfg.iface.index;
+  ll.sll_protocol = htons(ETH_P_ALL);
+  if (::bind(fd_, reinterpret_cast<sockaddr*>(&ll), sizeof ll) != 0) {
+    const int e = errno;
+    munmap(ring_, ring_bytes_);
+    ::close(fd_);
+    throw SetupError("Couldn't bind AF_PACKET to " + cfg.iface.name + ": " + errno_text(e));
+  }
+  if (cfg.fanout_group) {
+    const int arg = (cfg.fanout_group & 0xffff) | (PACKET_FANOUT_HASH << 16);
+    if (setsockopt(fd_, SOL_PACKET, PACKET_FANOUT, &arg, sizeof arg) != 0) {
+      const int e = errno;
+      munmap(ring_, ring_bytes_);
+      ::close(fd_);
+      throw SetupError("Couldn't join AF_PACKET fanout group: " + errno_text(e));
+    }
+  }
+  if (cfg.guard_port) {
+    // The frames we tap still go up the kernel stack. A UDP socket holding
+    // the port keeps the stack from answering each one with ICMP port
+    // unreachable; its filter discards them at once (the kernel counts them
+    // as UDP InErrors, and the report says so).
+    guard_fd_ = ::socket(cfg.ipv6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_storage ss{};
+    socklen_t len;
+    if (cfg.ipv6) {
+      auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+      a->sin6_family = AF_INET6;
+      a->sin6_port = htons(cfg.guard_port);
+      len = sizeof *a;
+      const int v6only = 0;
+      setsockopt(guard_fd_, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+    } else {
+      auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+      a->sin_family = AF_INET;
+      a->sin_port = htons(cfg.guard_port);
+      len = sizeof *a;
+    }
+    const int reuse = 1;
+    setsockopt(guard_fd_, SOL_SOCKET, SO_REUSEPORT, &reuse, sizeof reuse);
+    sock_filter drop_all[] = {{BPF_RET | BPF_K, 0, 0, 0}};
+    sock_fprog prog{1, drop_all};
+    setsockopt(guard_fd_, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog);
+    ::bind(guard_fd_, reinterpret_cast<sockaddr*>(&ss), len);
+  }
+  frames_.resize(cfg.batch);
+  finished_.reserve(blocks_);
+}
+
+AfPacketRxQueue::~AfPacketRxQueue() {
+  if (ring_) munmap(ring_, ring_bytes_);
+  if (fd_ >= 0) ::close(fd_);
+  if (guard_fd_ >= 0) ::close(guard_fd_);
+}
+
+uint32_t AfPacketRxQueue::take(uint32_t n) {
+  uint32_t got = 0;
+  while (got < n) {
+    if (!cur_pkt_) {
+      tpacket_block_desc* b = block(cur_block_);
+      if (!(load_status(&b->hdr.bh1.block_status) & TP_STATUS_USER)) break;  // pairs with the kernel's retire
+      pkts_left_ = b->hdr.bh1.num_pkts;
+      cur_pkt_ = reinterpret_cast<const uint8_t*>(b) + b->hdr.bh1.offset_to_first_pkt;
+    }
+    while (pkts_left_ && got < n) {
+      const auto* h = reinterpret_cast<const tpacket3_hdr*>(cur_pkt_);
+      frames_[got].data = cur_pkt_ + h->tp_mac;
+      frames_[got].len = h->tp_snaplen;
+      ++got;
+      cur_pkt_ += h->tp_next_offset;
+      --pkts_left_;
+    }
+    if (pkts_left_ == 0) {
+      finished_.push_back(cur_block_);
+      cur_block_ = cur_block_ + 1 == blocks_ ? 0 : cur_block_ + 1;
+      cur_pkt_ = nullptr;
+    }
+  }
+  return got;
+}
+
+std::span<const engine::RxFrame> AfPacketRxQueue::poll(uint32_t n) {
+  if (n > frames_.size()) n = static_cast<uint32_t>(frames_.size());
+  uint32_t got = take(n);
+  if (got == 0) {
+    pollfd p{fd_, POLLIN | POLLERR, 0};
+    ::poll(&p, 1, timeout_ms_);
+    got = take(n);
+  }
+  return {frames_.data(), got};
+}
+
+void AfPacketRxQueue::release() {
+  for (uint32_t b : finished_) store_status(&block(b)->hdr.bh1.block_status, TP_STATUS_KERNEL);
+  finished_.clear();
+}
+
+uint64_t AfPacketRxQueue::drops() {
+  tpacket_stats_v3 st{};
+  socklen_t l = sizeof st;
+  if (getsockopt(fd_, SOL_PACKET, PACKET_STATISTICS, &st, &l) == 0) drops_ += st.tp_drops;
+  return drops_;
+}
+
+}  // namespace rateline::drivers
