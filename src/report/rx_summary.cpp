@@ -86,6 +86,11 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
     s.streams.push_back(r);
   }
   if (!streams_seen) s.all_ended = false;
+  // The sender announced how many streams it ran: one that never arrived at
+  // all (a dead path, RSS to a queue nobody reads) makes the totals inexact.
+  uint64_t ended = 0;
+  for (const StreamRow& r : s.streams) ended += r.ended ? 1 : 0;
+  if (s.totals.stream_count > ended) s.all_ended = false;
   // A stream announced by the sender but never seen lost everything; without
   // its end marker we cannot know its size, so it is reported by stream_count.
   if (expect && !s.all_ended) {

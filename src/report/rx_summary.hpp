@@ -33,7 +33,7 @@ struct RxSummary {
   stats::RxCounters totals;          // summed over workers
   uint64_t received = 0, unique = 0, lost = 0, reordered = 0, duplicates = 0, stale = 0;
   uint64_t sent_by_markers = 0;      // sum of end-marker totals (streams that ended)
-  bool all_ended = false;            // every stream seen has its end marker
+  bool all_ended = false;            // every stream seen, and every stream the sender announced, has its end marker
   bool lost_from_expect = false;     // lost came from --count N, not from markers or gaps
   double seconds = 0;                // first to last data arrival
   uint32_t payload_len = 0;          // of the data packets (largest stream's)

@@ -12,7 +12,6 @@
 #include <array>
 #include <bit>
 #include <cstdint>
-#include <cstdlib>
 
 namespace rateline::stats {
 
@@ -86,9 +85,11 @@ class JitterEstimator {
  public:
   void record(uint64_t tx_ns, uint64_t rx_ns) {
     if (have_prev_) {
-      const int64_t d = (static_cast<int64_t>(rx_ns) - static_cast<int64_t>(prev_rx_)) -
-                        (static_cast<int64_t>(tx_ns) - static_cast<int64_t>(prev_tx_));
-      jitter_ns_ += (static_cast<double>(std::llabs(d)) - jitter_ns_) / 16.0;
+      // Wrapping unsigned arithmetic, then |D| of the two's complement value:
+      // a forged tx stamp must not overflow a signed subtraction.
+      const uint64_t d = (rx_ns - prev_rx_) - (tx_ns - prev_tx_);
+      const uint64_t abs_d = d >> 63 ? 0 - d : d;
+      jitter_ns_ += (static_cast<double>(abs_d) - jitter_ns_) / 16.0;
     }
     prev_tx_ = tx_ns;
     prev_rx_ = rx_ns;

@@ -34,6 +34,13 @@ class SequenceTracker {
   void record(uint64_t seq) {
     ++c_.received;
     if (seq >= c_.highest_next) [[likely]] {
+      if (seq == ~0ull) [[unlikely]] {
+        // highest_next would wrap to 0, below unique. No sender ever
+        // reaches 2^64 - 1; only a forged header does: count it as stale.
+        --c_.received;
+        ++c_.stale;
+        return;
+      }
       const uint64_t advance = seq - c_.highest_next + 1;
       if (advance >= kWindow) {
         bits_.fill(0);

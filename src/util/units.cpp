@@ -32,7 +32,7 @@ std::pair<double, std::string_view> split_number(std::string_view text, const ch
 
 uint64_t to_u64(double v, std::string_view text, const char* what) {
   if (v < 0 || v >= 1.8e19) throw std::invalid_argument(std::string(what) + " '" + std::string(text) + "' is out of range");
-  return static_cast<uint64_t>(std::llround(v));
+  return static_cast<uint64_t>(std::round(v));  // not llround: it overflows above 2^63
 }
 
 }  // namespace
