@@ -33,13 +33,14 @@ const char* backend_name(Backend b) {
     case Backend::socket: return "socket";
     case Backend::uring: return "uring";
     case Backend::afpacket: return "afpacket";
+    case Backend::afxdp: return "afxdp";
   }
   return "?";
 }
 
-std::vector<std::string> backend_choices() { return {"auto", "afpacket", "uring", "socket"}; }
+std::vector<std::string> backend_choices() { return {"auto", "afxdp", "afpacket", "uring", "socket"}; }
 
-bool is_raw(Backend b) { return b == Backend::afpacket; }
+bool is_raw(Backend b) { return b == Backend::afpacket || b == Backend::afxdp; }
 
 BackendChoice choose_backend(const std::string& requested, Direction dir, bool raw_ok, const std::string& raw_why) {
   BackendChoice c;
@@ -47,6 +48,17 @@ BackendChoice choose_backend(const std::string& requested, Direction dir, bool r
   if (requested == "socket") {
     c.note = "socket (sendmmsg/recvmmsg), as asked";
     return c;
+  }
+  if (requested == "afxdp") {
+#if RATELINE_HAVE_AFXDP
+    if (!raw_ok) throw BackendUnavailable(raw_why + "; --backend socket works without it");
+    // Whether AF_XDP works is only known once the socket binds: the queue says why if not.
+    c.backend = Backend::afxdp;
+    c.note = "afxdp, as asked";
+    return c;
+#else
+    throw BackendUnavailable("built without libxdp/libbpf (AF_XDP); --backend afpacket or socket work without it");
+#endif
   }
   if (requested == "afpacket" || (requested == "auto" && dir == Direction::tx)) {
     std::string why = raw_ok ? afpacket_why_not() : raw_why;
@@ -73,6 +85,9 @@ BackendChoice choose_backend(const std::string& requested, Direction dir, bool r
 AnyTxQueue open_tx_queue(Backend b, const TxQueueConfig& cfg) {
   switch (b) {
     case Backend::afpacket: return std::make_unique<AfPacketTxQueue>(cfg.raw);
+#if RATELINE_HAVE_AFXDP
+    case Backend::afxdp: return std::make_unique<AfXdpTxQueue>(cfg.xsk);
+#endif
 #if RATELINE_HAVE_URING
     case Backend::uring: return std::make_unique<UringTxQueue>(cfg.udp);
 #endif
@@ -83,6 +98,9 @@ AnyTxQueue open_tx_queue(Backend b, const TxQueueConfig& cfg) {
 AnyRxQueue open_rx_queue(Backend b, const RxQueueConfig& cfg) {
   switch (b) {
     case Backend::afpacket: return std::make_unique<AfPacketRxQueue>(cfg.raw);
+#if RATELINE_HAVE_AFXDP
+    case Backend::afxdp: return std::make_unique<AfXdpRxQueue>(cfg.xsk);
+#endif
 #if RATELINE_HAVE_URING
     case Backend::uring: return std::make_unique<UringRxQueue>(cfg.udp);
 #endif

@@ -2,13 +2,18 @@
 // backend means one folder under drivers/ and one entry in each list here.
 #pragma once
 
+#include "rateline_config.h"
+
 #include <memory>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "afpacket/afpacket_queues.hpp"
-#include "rateline_config.h"
+#if RATELINE_HAVE_AFXDP
+#include "afxdp/afxdp_queues.hpp"
+#include "afxdp/xdp_program.hpp"
+#endif
 #include "socket/socket_queues.hpp"
 #if RATELINE_HAVE_URING
 #include "uring/uring_queues.hpp"
@@ -16,7 +21,7 @@
 
 namespace rateline::drivers {
 
-enum class Backend { socket, uring, afpacket };
+enum class Backend { socket, uring, afpacket, afxdp };
 
 const char* backend_name(Backend b);
 // Names accepted by --backend, "auto" first.
@@ -42,18 +47,30 @@ BackendChoice choose_backend(const std::string& requested, Direction dir, bool r
 struct TxQueueConfig {
   UdpTxConfig udp;  // socket, uring
   RawTxConfig raw;  // afpacket
+#if RATELINE_HAVE_AFXDP
+  XskConfig xsk;    // afxdp
+#endif
 };
 struct RxQueueConfig {
   UdpRxConfig udp;
   RawRxConfig raw;
+#if RATELINE_HAVE_AFXDP
+  XskConfig xsk;
+#endif
 };
 
 using AnyTxQueue = std::variant<std::unique_ptr<SocketTxQueue>, std::unique_ptr<AfPacketTxQueue>
+#if RATELINE_HAVE_AFXDP
+                                , std::unique_ptr<AfXdpTxQueue>
+#endif
 #if RATELINE_HAVE_URING
                                 , std::unique_ptr<UringTxQueue>
 #endif
                                 >;
 using AnyRxQueue = std::variant<std::unique_ptr<SocketRxQueue>, std::unique_ptr<AfPacketRxQueue>
+#if RATELINE_HAVE_AFXDP
+                                , std::unique_ptr<AfXdpRxQueue>
+#endif
 #if RATELINE_HAVE_URING
                                 , std::unique_ptr<UringRxQueue>
 #endif

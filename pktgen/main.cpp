@@ -176,6 +176,11 @@ int main(int argc, char** argv) {
       rawq.iface = raw.iface;
       rawq.max_frame_bytes = static_cast<uint32_t>(net::headers_len(cfg.ipv6)) + udp.slot_bytes;
       rawq.batch = cfg.batch;
+#if RATELINE_HAVE_AFXDP
+      w->queue_cfg.xsk.iface = raw.iface;
+      w->queue_cfg.xsk.queue = i;  // one AF_XDP socket per NIC TX queue
+      w->queue_cfg.xsk.batch = cfg.batch;
+#endif
       engine::TxPlan& plan = w->plan;
       const uint32_t end_len = wire::end_marker_plan(cfg.size).len;
       for (size_t f = i; f < ports.size(); f += cfg.threads) {

@@ -1,5 +1,6 @@
 // rx: setup, workers, live progress, end conditions and the final report.
 // The per-packet loop is engine::run_rx (src/engine/rx_loop.hpp).
+#include <net/if.h>
 #include <unistd.h>
 
 #include <cinttypes>
@@ -58,6 +59,15 @@ int main(int argc, char** argv) {
   rx::Config cfg;
   if (const int rc = rx::parse_options(argc, argv, cfg); rc >= 0) return rc;
   install_stop_signals();
+  if (!cfg.xdp_cleanup.empty()) {
+#if RATELINE_HAVE_AFXDP
+    std::printf("rx: %s\n", drivers::xdp_detach_all(cfg.xdp_cleanup).c_str());
+    return drivers::xdp_attached(static_cast<int>(if_nametoindex(cfg.xdp_cleanup.c_str()))) ? 1 : 0;
+#else
+    std::fprintf(stderr, "rx: built without AF_XDP support: use `ip link set dev %s xdp off`\n", cfg.xdp_cleanup.c_str());
+    return 1;
+#endif
+  }
   try {
     report::JsonLines json(cfg.json_path);
     const drivers::SocketAddress bind = drivers::make_address(cfg.bind, cfg.port);
@@ -76,6 +86,12 @@ int main(int argc, char** argv) {
     const drivers::BackendChoice choice = drivers::choose_backend(cfg.backend, drivers::Direction::rx, raw_why.empty(), raw_why);
     const topo::Placement placement = topo::place_workers(cfg.threads, cfg.cores);
 
+#if RATELINE_HAVE_AFXDP
+    // AF_XDP: our steering program on the interface, for as long as rx runs
+    // (a bpf_link: the kernel detaches it when we exit, however we exit).
+    std::unique_ptr<drivers::XdpSteerProgram> steer;
+    if (choice.backend == drivers::Backend::afxdp) steer = std::make_unique<drivers::XdpSteerProgram>(iface.index, iface.name, cfg.port);
+#endif
     std::vector<std::unique_ptr<Worker>> workers;
     for (unsigned i = 0; i < cfg.threads; ++i) {
       auto w = std::make_unique<Worker>();
@@ -93,6 +109,12 @@ int main(int argc, char** argv) {
       raw.fanout_group = static_cast<int>(getpid() & 0xffff) | 1;
       raw.guard_port = cfg.port;
       raw.ipv6 = cfg.ipv6;
+#if RATELINE_HAVE_AFXDP
+      w->queue_cfg.xsk.iface = iface;
+      w->queue_cfg.xsk.queue = i;  // one AF_XDP socket per NIC RX queue
+      w->queue_cfg.xsk.batch = cfg.batch;
+      w->queue_cfg.xsk.xsk_map_fd = steer ? steer->xsk_map_fd() : -1;
+#endif
       w->plan.batch = cfg.batch;
       w->plan.max_streams = cfg.max_streams;
       w->plan.udp_port = cfg.port;
@@ -135,6 +157,13 @@ int main(int argc, char** argv) {
     std::printf("rx: listening on %s%s, backend %s, %u worker(s); placement: %s\n", bind.text().c_str(),
                 drivers::is_raw(choice.backend) ? (" (tapping " + iface.name + ")").c_str() : "",
                 choice.note.c_str(), cfg.threads, placement.text.c_str());
+#if RATELINE_HAVE_AFXDP
+    if (steer)
+      std::printf("rx: receive buffer: AF_XDP UMEM of %u x %u B frames per worker; XDP steering program %s on %s\n",
+                  workers.front()->queue_cfg.xsk.frames, workers.front()->queue_cfg.xsk.frame_bytes, steer->mode().c_str(),
+                  iface.name.c_str());
+    else
+#endif
     if (drivers::is_raw(choice.backend))
       std::printf("rx: receive buffer: AF_PACKET ring of %u x %u KiB blocks per worker\n", workers.front()->queue_cfg.raw.blocks,
                   workers.front()->queue_cfg.raw.block_bytes / 1024);

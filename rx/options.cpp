@@ -37,6 +37,8 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--device", cfg.device, "receive only on this interface (SO_BINDTODEVICE)");
   app.add_option("--json", cfg.json_path, "write JSON lines to this file (- for stdout)");
   app.add_flag("-q,--quiet", cfg.quiet, "no live progress line");
+  app.add_option("--xdp-cleanup", cfg.xdp_cleanup,
+                 "detach any XDP program from this interface and exit (for programs left by other tools or old kernels)");
   app.set_version_flag("--version", "rx (rateline) 0.1.0");
 
   if (const int rc = cli::parse(app, argc, argv); rc >= 0) return rc;

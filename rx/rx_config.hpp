@@ -23,6 +23,7 @@ struct Config {
   std::string device;
   std::string json_path;
   bool quiet = false;
+  std::string xdp_cleanup;    // --xdp-cleanup IFACE: detach XDP from IFACE and exit
 };
 
 int parse_options(int argc, char** argv, Config& cfg);

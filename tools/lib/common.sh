@@ -4,7 +4,8 @@
 RATELINE_PACKAGES=(
   g++ meson ninja-build pkg-config git
   liburing-dev libhwloc-dev libcli11-dev libgtest-dev libfmt-dev nlohmann-json3-dev
-  python3 iproute2 nftables tcpdump tshark ethtool procps
+  python3 iproute2 nftables tcpdump tshark ethtool procps iputils-ping util-linux
+  libxdp-dev libbpf-dev clang
 )
 
 ensure_packages() {
