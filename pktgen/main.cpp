@@ -172,6 +172,7 @@ int main(int argc, char** argv) {
       udp.batch = cfg.batch;
       udp.sndbuf_bytes = cfg.sndbuf_bytes;
       udp.device = cfg.device;
+      udp.gso = cfg.gso;
       drivers::RawTxConfig& rawq = w->queue_cfg.raw;
       rawq.iface = raw.iface;
       rawq.max_frame_bytes = static_cast<uint32_t>(net::headers_len(cfg.ipv6)) + udp.slot_bytes;

@@ -41,6 +41,9 @@ int parse_options(int argc, char** argv, Config& cfg) {
       ->capture_default_str();
   app.add_option("--json", cfg.json_path, "write JSON lines to this file (- for stdout)");
   app.add_flag("-q,--quiet", cfg.quiet, "no live progress line");
+  app.add_flag("--gso", cfg.gso,
+               "socket backend: UDP GSO, one sendmsg per batch cut into datagrams by the kernel (a veth/lo counts "
+               "such a batch as one packet unless tx-udp-segmentation is off on it)");
   app.set_version_flag("--version", "pktgen (rateline) 0.1.0");
 
   if (const int rc = cli::parse(app, argc, argv); rc >= 0) return rc;
@@ -64,6 +67,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
     }
     cfg.rate_layer = rate_layer == "l1" ? RateLayer::l1 : rate_layer == "l2" ? RateLayer::l2 : RateLayer::payload;
     cfg.dst = dst.empty() ? (cfg.ipv6 ? "::1" : "127.0.0.1") : dst;
+    if (cfg.gso && cfg.backend != "socket") throw cli::UsageError("--gso needs --backend socket");
     if (!cfg.dst_mac.empty()) convert("--dst-mac", [&] { return net::parse_mac(cfg.dst_mac); });
     if (!src_ports.empty()) {
       cfg.src_ports = convert("--src-port", [&] { return units::parse_port_range(src_ports); });

@@ -33,6 +33,7 @@ struct Config {
   std::string device;
   std::string dst_mac;       // raw backends: destination MAC; default from the neighbour table
   uint32_t end_markers = 3;
+  bool gso = false;
   std::string json_path;
   bool quiet = false;
 };

@@ -5,7 +5,11 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <netinet/udp.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "util/errors.hpp"
 
@@ -17,7 +21,9 @@ bool transient(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS |
 
 }  // namespace
 
-SocketTxQueue::SocketTxQueue(const UdpTxConfig& cfg) : dst_(cfg.dst) {
+SocketTxQueue::SocketTxQueue(const UdpTxConfig& cfg) : gso_(cfg.gso), dst_(cfg.dst) {
+  // The kernel takes at most 64 segments (UDP_MAX_SEGMENTS on older kernels) and 64 KiB per GSO send.
+  gso_max_segments_ = std::min<uint32_t>(64, 65000 / std::max<uint32_t>(cfg.slot_bytes, 1));
   for (uint16_t port : cfg.src_ports) {
     try {
       fds_.push_back(open_udp_tx_socket(cfg, port));
@@ -59,6 +65,16 @@ engine::CommitResult SocketTxQueue::commit(std::span<engine::TxSlot> filled) {
     }
     const int fd = fds_[flow];
     last_fd_ = fd;
+    if (gso_ && run - idx > 1) {
+      const uint32_t sent = send_gso(fd, idx, run - idx);
+      if (sent) {
+        r.taken += sent;
+        idx += sent;
+        continue;
+      }
+      if (gso_) return r;  // transient: retried
+      // The kernel refused GSO for this socket: sendmmsg from now on.
+    }
     const int sent = ::sendmmsg(fd, &msgs_[idx], static_cast<unsigned>(run - idx), MSG_DONTWAIT);
     if (sent > 0) {
       r.taken += static_cast<uint32_t>(sent);
@@ -76,6 +92,31 @@ engine::CommitResult SocketTxQueue::commit(std::span<engine::TxSlot> filled) {
     ++idx;
   }
   return r;
+}
+
+uint32_t SocketTxQueue::send_gso(int fd, size_t first, size_t count) {
+  // Equal-size prefix only: the kernel cuts at gso_size, the last piece may be shorter, no other may.
+  const uint32_t seg = slots_[first].len;
+  size_t n = 1;
+  while (n < count && n < gso_max_segments_ && slots_[first + n].len == seg) ++n;
+  if (n == 1) return ::sendmsg(fd, &msgs_[first].msg_hdr, MSG_DONTWAIT) > 0 ? 1 : 0;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint16_t))] = {};
+  msghdr m{};
+  m.msg_name = &dst_.storage;
+  m.msg_namelen = dst_.len;
+  m.msg_iov = &iov_[first];
+  m.msg_iovlen = n;
+  m.msg_control = control;
+  m.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_UDP;
+  c->cmsg_type = UDP_SEGMENT;
+  c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+  const auto gso_size = static_cast<uint16_t>(seg);
+  std::memcpy(CMSG_DATA(c), &gso_size, sizeof gso_size);
+  if (::sendmsg(fd, &m, MSG_DONTWAIT) >= 0) return static_cast<uint32_t>(n);
+  if (!transient(errno)) gso_ = false;  // EINVAL/EIO: no GSO on this path
+  return 0;
 }
 
 void SocketTxQueue::reclaim() {

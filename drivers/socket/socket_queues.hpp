@@ -38,6 +38,13 @@ class SocketTxQueue {
   std::vector<engine::TxSlot> slots_;
   std::vector<iovec> iov_;
   std::vector<mmsghdr> msgs_;
+  // UDP GSO (UDP_SEGMENT): a run of equal-size slots goes out as one
+  // sendmsg whose iovecs the kernel cuts into datagrams of that size, one
+  // trip through the UDP/IP stack per run instead of per packet. Each
+  // datagram keeps its own header, sequence and stamp.
+  uint32_t send_gso(int fd, size_t first, size_t count);
+  bool gso_ = false;
+  uint32_t gso_max_segments_ = 0;
   SocketAddress dst_;
   int last_fd_ = -1;
 };

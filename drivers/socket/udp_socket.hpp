@@ -29,6 +29,7 @@ struct UdpTxConfig {
   uint32_t batch = 32;
   int sndbuf_bytes = 0;             // 0 = kernel default
   std::string device;               // SO_BINDTODEVICE, empty = none
+  bool gso = false;                 // socket backend: one sendmsg per batch, the kernel cuts it (UDP_SEGMENT)
 };
 
 struct UdpRxConfig {
