@@ -100,10 +100,14 @@ RawPath resolve_raw_path(const pktgen::Config& cfg, const drivers::SocketAddress
   r.endpoints.src_ip = ip_of(drivers::make_address(local_ip.empty() ? (v6 ? "::" : "0.0.0.0") : local_ip, 0).storage);
   r.endpoints.dst_port = cfg.port;
   r.endpoints.src_mac = r.iface.mac;
+  if (device == "lo") {
+    // Frames injected on lo take the kernel's input route, where a loopback
+    // address is a martian (unless route_localnet): they would all vanish.
+    r.why_not = "raw frames on lo never reach a local socket (loopback addresses are martians on input)";
+    return r;
+  }
   if (!cfg.dst_mac.empty()) {
     r.endpoints.dst_mac = net::parse_mac(cfg.dst_mac);
-  } else if (device == "lo") {
-    r.endpoints.dst_mac = {};  // loopback frames carry zero MACs
   } else if (auto mac = net::neighbour_mac(r.endpoints.dst_ip, r.iface.index)) {
     r.endpoints.dst_mac = *mac;
   } else {
