@@ -195,6 +195,9 @@ class Lab:
            "nud", "permanent")
         sh("ip", "-n", t.ns_rx, "neigh", "replace", t.ip_tx, "lladdr", self.mac_tx, "dev", t.if_rx,
            "nud", "permanent")
+        # A GSO send (pktgen --gso) must be cut into datagrams before the veth counts it.
+        if shutil.which("ethtool"):
+            sh("ethtool", "-K", t.if_tx, "tx-udp-segmentation", "off", ns=t.ns_tx, check=False)
         for ns, dev in ((t.ns_tx, t.if_tx), (t.ns_rx, t.if_rx)):
             self.samplers[ns] = Sampler(ns, dev)
 
@@ -359,11 +362,12 @@ class Pktgen(Tool):
     min_size = 32   # pktgen puts a 32-byte header in every packet
     rx_port = 9000
 
-    def __init__(self, args, topo, backend, rx_backend=None):
+    def __init__(self, args, topo, backend, rx_backend=None, extra=()):
         super().__init__(args, topo)
         self.backend = backend
         self.rx_backend = rx_backend
-        self.name = f"pktgen-{backend}"
+        self.extra = list(extra)
+        self.name = f"pktgen-{backend}" + "".join(f"-{e.lstrip('-')}" for e in self.extra)
 
     def available(self):
         for b in (self.args.pktgen, self.args.rx):
@@ -418,7 +422,7 @@ class Pktgen(Tool):
         pace = ["--rate", rate] if rate else ["--delay", "0"]
         return self._taskset_tx() + [self.args.pktgen, "--backend", self.backend, "--dst", self.topo.ip_rx,
                                      "--port", str(self.rx_port), "--size", str(size), "--burst", str(burst)] + \
-            pace + ["--duration", duration or f"{total_s}s", "--quiet", "--json", self.pg_json]
+            self.extra + pace + ["--duration", duration or f"{total_s}s", "--quiet", "--json", self.pg_json]
 
     def reports(self, rundir, sender_out):
         pg = read_jsonl(self.pg_json)
