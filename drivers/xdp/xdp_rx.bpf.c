@@ -1,0 +1,329 @@
+// rx --backend xdp: the kernel runs the per-packet loop on the receiving
+// interface. Per frame: parse Ethernet (up to two VLAN tags), IPv4/IPv6 and
+// UDP; for our port, decode our header as wire::decode does and verify the
+// payload checksum over every byte; then, under the stream's lock, the
+// sequence window (stats::SequenceTracker), latency histogram
+// (stats::LatencyHistogram buckets) and RFC 3550 jitter.
+//
+// Everything that is not ours (other EtherTypes, other ports, other UDP on
+// our port) is XDP_PASS: the host keeps working. Ours is XDP_DROP once
+// counted (the driver-layer ceiling), or XDP_PASS with rx --layers so that
+// the socket path counts it again.
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/udp.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#include "xdp_shared.h"
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the XDP backend loads payload words natively: little-endian machines only"
+#endif
+
+const volatile struct rl_rx_config cfg = {};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct rl_rx_totals);
+} rx_totals SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);  // the loader sets --max-streams
+  __type(key, __u32);
+  __type(value, struct rl_rx_stream);
+} rx_streams SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);  // the loader sets --max-streams
+  __type(key, __u32);
+  __type(value, struct rl_rx_latency);
+} rx_latency SEC(".maps");
+
+struct vlan_tag {
+  __be16 tci;
+  __be16 proto;
+};
+
+// barrier_var (bpf_helpers.h) hides a pointer from clang's loop optimisations:
+// without it clang turns `p + 8 > end` into arithmetic on pkt_end, which the
+// verifier refuses.
+
+static __always_inline __u64 be64_at(const __u8 *p) { return __builtin_bswap64(*(const __u64 *)p); }
+static __always_inline __u32 be32_at(const __u8 *p) { return __builtin_bswap32(*(const __u32 *)p); }
+static __always_inline __u16 be16_at(const __u8 *p) { return (__u16)(p[0] << 8 | p[1]); }
+
+static __always_inline void window_set(struct rl_rx_stream *s, __u64 seq) {
+  const __u64 slot = seq & (RL_WINDOW_BITS - 1);
+  s->window[(slot >> 6) & (RL_WINDOW_WORDS - 1)] |= 1ull << (slot & 63);
+}
+
+static __always_inline int window_test(const struct rl_rx_stream *s, __u64 seq) {
+  const __u64 slot = seq & (RL_WINDOW_BITS - 1);
+  return (s->window[(slot >> 6) & (RL_WINDOW_WORDS - 1)] >> (slot & 63)) & 1;
+}
+
+// Clears the bits of sequences [from, to), to - from <= RL_WINDOW_BITS: a
+// partial word, whole words, a partial word: at most RL_WINDOW_WORDS + 1 steps.
+static __always_inline void window_clear(struct rl_rx_stream *s, __u64 from, __u64 to) {
+  for (__u32 k = 0; k < RL_WINDOW_WORDS + 1; k++) {
+    if (from >= to) break;
+    const __u64 slot = from & (RL_WINDOW_BITS - 1);
+    const __u32 bit = slot & 63;
+    __u64 n = 64 - bit;
+    if (n > to - from) n = to - from;
+    const __u64 mask = n == 64 ? ~0ull : ((1ull << n) - 1) << bit;
+    s->window[(slot >> 6) & (RL_WINDOW_WORDS - 1)] &= ~mask;
+    from += n;
+  }
+}
+
+// stats::SequenceTracker::record, line for line.
+static __always_inline void sequence_record(struct rl_rx_stream *s, __u64 seq) {
+  s->received++;
+  if (seq >= s->highest_next) {
+    if (seq == ~0ull) {  // would wrap highest_next: only a forged header gets here
+      s->received--;
+      s->stale++;
+      return;
+    }
+    const __u64 advance = seq - s->highest_next + 1;
+    if (advance >= RL_WINDOW_BITS) {
+      window_clear(s, 0, RL_WINDOW_BITS);  // every bit (a plain loop would become a memset)
+    } else if (advance > 1) {
+      window_clear(s, s->highest_next, seq);
+    }
+    s->highest_next = seq + 1;
+    window_set(s, seq);
+    s->unique++;
+    return;
+  }
+  if (s->highest_next - seq > RL_WINDOW_BITS) {
+    s->received--;
+    s->stale++;
+    return;
+  }
+  if (window_test(s, seq)) {
+    s->duplicates++;
+    return;
+  }
+  window_set(s, seq);
+  s->unique++;
+  s->reordered++;
+}
+
+// wire::payload_checksum's share of words 4.. and of the zero-padded
+// partial last word, for a payload of plen bytes at pl. Its own BPF function
+// (not inlined) so that its loops have the registers to themselves:
+// inlined, the caller's live values pushed the accumulators onto the stack.
+//
+// Sum over i in [4, full) of w_i * (2i + 1) without a multiplier per word:
+// with S = sum w_i and R = sum of the running sums (w_i counted full - i
+// times) it is (2 full + 1) S - 2 R. Four words per bounds check.
+static __attribute__((noinline)) int pattern_share(const __u8 *pl, const void *end, __u32 plen, __u64 *acc) {
+  const __u64 full = plen >> 3;
+  const __u64 quads = full > RL_FIRST_PATTERN_WORD ? (full - RL_FIRST_PATTERN_WORD) >> 2 : 0;
+  const __u8 *p = pl + RL_HEADER_BYTES;
+  __u64 sum = 0, runs = 0;
+  for (__u64 n = 0; n < RL_MAX_WORDS / 4; n++) {
+    if (n >= quads) break;
+    barrier_var(p);
+    if ((void *)(p + 32) > end) return -1;
+    const __u64 w0 = *(const __u64 *)p, w1 = *(const __u64 *)(p + 8), w2 = *(const __u64 *)(p + 16),
+                w3 = *(const __u64 *)(p + 24);
+    runs += 4 * sum + 4 * w0 + 3 * w1 + 2 * w2 + w3;
+    sum += w0 + w1 + w2 + w3;
+    p += 32;
+  }
+  const __u64 rest = full > RL_FIRST_PATTERN_WORD ? (full - RL_FIRST_PATTERN_WORD) & 3 : 0;
+  for (__u64 n = 0; n < 3; n++) {  // the last 0..3 full words
+    if (n >= rest) break;
+    barrier_var(p);
+    if ((void *)(p + 8) > end) return -1;
+    const __u64 w = *(const __u64 *)p;
+    runs += sum + w;
+    sum += w;
+    p += 8;
+  }
+  __u64 share = (2 * full + 1) * sum - 2 * runs;
+  // The partial last word, zero-padded; from plen, not from p, so that every
+  // loop exit reaches it in the same verifier state (verified once).
+  const __u32 tail = plen & 7;
+  if (tail) {
+    const __u8 *tp = pl + (plen & ~7u);
+    __u64 w = 0;
+    for (__u32 k = 0; k < 7; k++) {
+      if (k >= tail) break;
+      barrier_var(tp);
+      if ((void *)(tp + k + 1) > end) return -1;
+      w |= (__u64)tp[k] << (8 * k);
+    }
+    share += w * (2 * full + 1);
+  }
+  *acc += share;
+  return 0;
+}
+
+SEC("xdp")
+int rateline_count(struct xdp_md *ctx) {
+  void *data = (void *)(long)ctx->data;
+  void *end = (void *)(long)ctx->data_end;
+  const __u32 frame_len = ctx->data_end - ctx->data;
+  const int ours = cfg.pass_counted ? XDP_PASS : XDP_DROP;
+  __u32 zero = 0;
+  struct rl_rx_totals *t = bpf_map_lookup_elem(&rx_totals, &zero);
+  if (!t) return XDP_PASS;
+  t->frames++;
+
+  // ---- Ethernet / VLAN / IP / UDP, as net::parse_udp_frame ----
+  struct ethhdr *eth = data;
+  if ((void *)(eth + 1) > end) goto foreign;
+  __u16 proto = eth->h_proto;
+  void *l3 = eth + 1;
+#pragma unroll
+  for (int tags = 0; tags < 2; tags++) {
+    if (proto != bpf_htons(ETH_P_8021Q) && proto != bpf_htons(ETH_P_8021AD)) break;
+    struct vlan_tag *v = l3;
+    if ((void *)(v + 1) > end) goto foreign;
+    proto = v->proto;
+    l3 = v + 1;
+  }
+  __u8 *udp;
+  __u32 l4_limit;  // end of the IP packet as its header says, from data
+  if (proto == bpf_htons(ETH_P_IP)) {
+    struct iphdr *ip = l3;
+    if ((void *)(ip + 1) > end) goto foreign;
+    if (ip->version != 4 || ip->ihl < 5) goto foreign;
+    if (ip->protocol != IPPROTO_UDP || (ip->frag_off & bpf_htons(0x3fff))) goto foreign;
+    udp = (__u8 *)ip + ip->ihl * 4;
+    l4_limit = (__u32)((__u8 *)ip - (__u8 *)data) + bpf_ntohs(ip->tot_len);
+  } else if (proto == bpf_htons(ETH_P_IPV6)) {
+    struct ipv6hdr *ip6 = l3;
+    if ((void *)(ip6 + 1) > end) goto foreign;
+    if (ip6->version != 6 || ip6->nexthdr != IPPROTO_UDP) goto foreign;  // extension headers: not a test stream
+    udp = (__u8 *)(ip6 + 1);
+    l4_limit = (__u32)(udp - (__u8 *)data) + bpf_ntohs(ip6->payload_len);
+  } else {
+    goto foreign;
+  }
+  if ((void *)(udp + 8) > end) goto foreign;
+  if (((struct udphdr *)udp)->dest != cfg.port_be) goto foreign;
+  const __u32 udp_off = (__u32)(udp - (__u8 *)data);
+  const __u32 udp_len = bpf_ntohs(((struct udphdr *)udp)->len);
+  if (udp_len < 8 || l4_limit > frame_len || udp_off + udp_len > l4_limit) goto foreign;
+  const __u32 plen = udp_len - 8;
+  __u8 *pl = udp + 8;
+
+  // ---- our header, as wire::decode ----
+  if (plen < 4 || (void *)(pl + 4) > end || be32_at(pl) != RL_MAGIC) goto foreign;
+  if (plen < RL_HEADER_BYTES || plen > RL_MAX_PAYLOAD || (void *)(pl + RL_HEADER_BYTES) > end) goto malformed;
+  const __u8 kind = pl[RL_OFF_KIND];
+  if (pl[RL_OFF_VERSION] != RL_VERSION || (kind != RL_KIND_DATA && kind != RL_KIND_END)) goto malformed;
+  if (be32_at(pl + RL_OFF_LEN) != plen) goto malformed;
+  if (kind == RL_KIND_END && plen < RL_END_MIN_BYTES) goto malformed;
+  // ---- payload checksum over every byte (wire::payload_checksum) ----
+  // The header fields are read after it: fewer values live across the call.
+  __u64 acc = *(const __u64 *)pl + 3 * *(const __u64 *)(pl + 8) + 5 * *(const __u64 *)(pl + 16) +
+              7 * (*(const __u64 *)(pl + 24) & 0xffffffffull);  // bytes 28..31 read as zero
+  if (pattern_share(pl, end, plen, &acc)) goto malformed;
+  if ((void *)(pl + RL_HEADER_BYTES) > end) goto malformed;  // (checked above; said again for the verifier)
+  const __u32 stream = be16_at(pl + RL_OFF_STREAM);
+  const __u64 seq = be64_at(pl + RL_OFF_SEQ);
+  const __u64 tx_ns = be64_at(pl + RL_OFF_TX_NS);
+  const __u32 stored_csum = be32_at(pl + RL_OFF_CSUM);
+  if (rl_fold32(acc) != stored_csum) {
+    t->corrupt++;
+    if (stream < cfg.max_streams) {
+      struct rl_rx_stream *s = bpf_map_lookup_elem(&rx_streams, &stream);
+      if (s) {
+        bpf_spin_lock(&s->lock);
+        s->corrupt++;
+        bpf_spin_unlock(&s->lock);
+      }
+    }
+    return ours;
+  }
+
+  if (kind == RL_KIND_END) {
+    t->end_markers++;
+    if (stream >= cfg.max_streams) {
+      t->unknown_stream++;
+      return ours;
+    }
+    const __u8 *q = pl + RL_HEADER_BYTES;
+    if ((void *)(q + RL_END_BODY_BYTES) > end) goto malformed;
+    struct rl_end_body body;
+    body.total_sent = be64_at(q);
+    body.delay_ns = be64_at(q + 8);
+    body.count = be64_at(q + 16);
+    body.burst = be32_at(q + 24);
+    body.stream_count = be16_at(q + 28);
+    body.data_size = be16_at(q + 30);
+    struct rl_rx_stream *s = bpf_map_lookup_elem(&rx_streams, &stream);
+    if (!s) return ours;
+    bpf_spin_lock(&s->lock);
+    if (!(s->flags & RL_STREAM_ENDED)) {
+      s->end = body;
+      s->flags |= RL_STREAM_ENDED;
+    }
+    s->flags |= RL_STREAM_SEEN;
+    bpf_spin_unlock(&s->lock);
+    return ours;
+  }
+
+  if (stream >= cfg.max_streams) {
+    t->unknown_stream++;
+    return ours;
+  }
+  struct rl_rx_stream *s = bpf_map_lookup_elem(&rx_streams, &stream);
+  struct rl_rx_latency *lat = bpf_map_lookup_elem(&rx_latency, &stream);
+  if (!s || !lat) return ours;
+  const __u64 now = bpf_ktime_get_ns();  // CLOCK_MONOTONIC, as the sender's stamp
+  t->data++;
+  t->payload_bytes += plen;
+
+  bpf_spin_lock(&s->lock);
+  if (!(s->flags & RL_STREAM_SEEN) || !s->first_ns) s->first_ns = now;
+  s->flags |= RL_STREAM_SEEN;
+  sequence_record(s, seq);
+  s->payload_bytes += plen;
+  s->payload_len = plen;
+  s->last_ns = now;
+  if (now >= tx_ns) {
+    const __u64 ns = now - tx_ns;
+    lat->buckets[rl_latency_index(ns) & (RL_LAT_BUCKETS - 1)]++;
+    if (!s->lat_samples || ns < s->lat_min) s->lat_min = ns;
+    if (ns > s->lat_max) s->lat_max = ns;
+    s->lat_samples++;
+    s->lat_sum += ns;
+  } else {
+    s->clock_behind++;
+  }
+  if (s->flags & RL_STREAM_HAVE_PREV) {
+    // Wrapping arithmetic, then |D| (stats::JitterEstimator), in ns x 16.
+    const __u64 d = (now - s->prev_rx_ns) - (tx_ns - s->prev_tx_ns);
+    const __u64 abs_d = d >> 63 ? 0 - d : d;
+    s->jitter_x16 = s->jitter_x16 + abs_d - (s->jitter_x16 >> 4);
+  }
+  s->prev_tx_ns = tx_ns;
+  s->prev_rx_ns = now;
+  s->flags |= RL_STREAM_HAVE_PREV;
+  bpf_spin_unlock(&s->lock);
+  return ours;
+
+malformed:
+  t->malformed++;
+  return ours;
+foreign:
+  t->foreign++;
+  return XDP_PASS;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,225 @@
+/* The XDP-native backend's one description of what BPF and C++ share: the
+ * wire layout (offsets into the test payload, src/wire/test_payload.hpp),
+ * the arithmetic both sides must agree on (pattern seed, checksum fold,
+ * latency bucket), and the plain structs kept in the programs' maps.
+ *
+ * Plain C, included by xdp_tx.bpf.c / xdp_rx.bpf.c (clang -target bpf) and
+ * by the C++ loaders, which static_assert that these numbers match the
+ * engine's (xdp_tx.cpp, xdp_rx.cpp) and unit-test the functions against
+ * wire:: and stats:: (tests/unit/xdp/xdp_shared_test.cpp).
+ *
+ * Byte order: header fields are big-endian on the wire; the checksum works
+ * on little-endian 64-bit words. Both programs load payload words natively
+ * and so assume a little-endian machine (x86-64, arm64): xdp_*.bpf.c refuse
+ * to compile otherwise.
+ */
+#ifndef RATELINE_XDP_SHARED_H
+#define RATELINE_XDP_SHARED_H
+
+#ifdef __cplusplus
+#include <cstdint>
+typedef uint8_t rl_u8;
+typedef uint16_t rl_u16;
+typedef uint32_t rl_u32;
+typedef uint64_t rl_u64;
+#define RL_INLINE inline
+#else
+typedef __u8 rl_u8;
+typedef __u16 rl_u16;
+typedef __u32 rl_u32;
+typedef __u64 rl_u64;
+#define RL_INLINE static __always_inline
+#endif
+
+/* ---- the test payload (README "Wire format") ---- */
+#define RL_MAGIC 0x524c4e31u /* "RLN1", big-endian at offset 0 */
+#define RL_VERSION 1
+#define RL_KIND_DATA 1
+#define RL_KIND_END 2
+#define RL_OFF_MAGIC 0
+#define RL_OFF_VERSION 4
+#define RL_OFF_KIND 5
+#define RL_OFF_STREAM 6
+#define RL_OFF_SEQ 8
+#define RL_OFF_TX_NS 16
+#define RL_OFF_LEN 24
+#define RL_OFF_CSUM 28
+#define RL_HEADER_BYTES 32
+#define RL_FIRST_PATTERN_WORD 4 /* = RL_HEADER_BYTES / 8 */
+#define RL_END_BODY_BYTES 32    /* total_sent 8, delay_ns 8, count 8, burst 4, stream_count 2, data_size 2 */
+#define RL_END_MIN_BYTES 64
+#define RL_PATTERN_STEP 0xd1b54a32d192ed03ull
+/* Largest UDP payload the RX program verifies (jumbo frames): its checksum
+ * loop has this many words as its constant bound. */
+#define RL_MAX_PAYLOAD 9000
+#define RL_MAX_WORDS (RL_MAX_PAYLOAD / 8)
+
+/* ---- sequence window and latency histogram (stats/) ---- */
+#define RL_WINDOW_BITS 16384 /* = stats::SequenceTracker::kWindow */
+#define RL_WINDOW_WORDS (RL_WINDOW_BITS / 64)
+#define RL_LAT_SUB_BITS 3 /* = stats::LatencyHistogram::kSubBits */
+#define RL_LAT_BUCKETS (64 << RL_LAT_SUB_BITS)
+
+/* splitmix64 finaliser: wire::pattern_seed. */
+RL_INLINE rl_u64 rl_pattern_seed(rl_u16 stream, rl_u64 seq) {
+  rl_u64 z = seq + 0x9e3779b97f4a7c15ull * ((rl_u64)stream + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* wire::detail::fold32. */
+RL_INLINE rl_u32 rl_fold32(rl_u64 acc) { return (rl_u32)(acc ^ (acc >> 32)); }
+
+/* Index of the most significant set bit (v != 0); BPF has no clz. */
+RL_INLINE rl_u32 rl_msb64(rl_u64 v) {
+  rl_u32 r = 0;
+  if (v >> 32) { v >>= 32; r += 32; }
+  if (v >> 16) { v >>= 16; r += 16; }
+  if (v >> 8) { v >>= 8; r += 8; }
+  if (v >> 4) { v >>= 4; r += 4; }
+  if (v >> 2) { v >>= 2; r += 2; }
+  if (v >> 1) r += 1;
+  return r;
+}
+
+/* stats::LatencyHistogram::index: 8 log-linear sub-buckets per power of two. */
+RL_INLINE rl_u32 rl_latency_index(rl_u64 ns) {
+  if (ns < (1u << RL_LAT_SUB_BITS)) return (rl_u32)ns;
+  const rl_u32 shift = rl_msb64(ns) - RL_LAT_SUB_BITS;
+  const rl_u32 sub = (rl_u32)((ns >> shift) & ((1u << RL_LAT_SUB_BITS) - 1));
+  return (shift + 1) * (1u << RL_LAT_SUB_BITS) + sub;
+}
+
+/* Folds a 64-bit one's-complement accumulator to 16 bits (net::ones_fold). */
+RL_INLINE rl_u16 rl_ones_fold(rl_u64 acc) {
+  acc = (acc & 0xffffffffu) + (acc >> 32);
+  acc = (acc & 0xffffffffu) + (acc >> 32);
+  acc = (acc & 0xffffu) + (acc >> 16);
+  acc = (acc & 0xffffu) + (acc >> 16);
+  return (rl_u16)acc;
+}
+
+/* ==== TX: xdp_tx.bpf.c, run by BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES ==== */
+
+/* BPF_PROG_RUN passes these 8 bytes as XDP metadata in front of every
+ * template frame: the generator acts only on frames that carry them. The
+ * program is also attached (generic mode, see xdp_tx.cpp) to keep it in the
+ * kernel's XDP dispatcher; real received frames have no such metadata and
+ * pass untouched. */
+#define RL_GEN_META_MAGIC 0x474e4c52u /* "RLNG" */
+#define RL_GEN_META_BYTES 8
+
+/* Per run, fixed before load (.rodata: the verifier sees constants). Every
+ * stream of a run has the same frame layout and payload length. */
+struct rl_tx_config {
+  rl_u32 payload_off;  /* Ethernet + IP + UDP header bytes */
+  rl_u32 udp_off;      /* where the UDP header starts */
+  rl_u32 payload_len;  /* data packets' UDP payload */
+  rl_u32 full_words;   /* wire::PayloadPlan::full_words */
+  rl_u32 tail_bytes;   /* wire::PayloadPlan::tail_bytes */
+  rl_u32 max_streams;  /* entries of tx_streams */
+  rl_u64 sum_odd;      /* wire::PayloadPlan::sum_odd */
+  rl_u64 sum_i_odd;    /* wire::PayloadPlan::sum_i_odd */
+};
+
+/* One entry per stream in tx_streams (an mmapable array). Single writer:
+ * a stream belongs to one pktgen worker, whose BPF_PROG_RUN calls run one at
+ * a time, so plain increments are exact. Userspace writes the constants
+ * before the first run and reads next_seq after each call (mmap, no
+ * syscall). One cache line per stream: workers never share a line. */
+struct rl_tx_stream {
+  rl_u64 next_seq;    /* data packets generated so far = the next sequence */
+  rl_u64 csum_base;   /* payload checksum share of the constant words: w0*1 + w3*7 + step*sum_i_odd */
+  rl_u64 ones_base;   /* one's-complement sum of pseudo-header, UDP header and the constant payload halves */
+  rl_u64 end_frames;  /* end markers sent (the template already complete: sent as is) */
+  rl_u64 bad_frames;  /* frames that did not fit the template (never expected): dropped */
+  rl_u64 pad[3];
+};
+
+/* Transmit results the xdp tracepoints report for one worker thread
+ * (tx_xmit, keyed by thread id): what the egress driver took and refused. */
+struct rl_tx_xmit {
+  rl_u64 sent;      /* frames ndo_xdp_xmit accepted */
+  rl_u64 drops;     /* frames it refused (ring full, peer not ready) */
+  rl_u64 redirect_errors;  /* frames that never reached the driver (xdp_redirect_err) */
+  rl_u32 last_err;  /* errno of the last refusal (positive) */
+  rl_u32 pad;
+};
+
+/* ==== RX: xdp_rx.bpf.c, attached to the receiving interface ==== */
+
+struct rl_rx_config {
+  rl_u16 port_be;       /* our UDP destination port, network order */
+  rl_u16 pad;
+  rl_u32 max_streams;   /* entries of rx_streams / rx_latency */
+  rl_u32 pass_counted;  /* rx --layers: pass our frames on after counting (else XDP_DROP) */
+};
+
+/* Per CPU (rx_totals, PERCPU_ARRAY of one): summed by userspace. */
+struct rl_rx_totals {
+  rl_u64 frames;          /* every frame the program saw */
+  rl_u64 data;            /* our data packets, checksum ok (duplicates included) */
+  rl_u64 payload_bytes;
+  rl_u64 end_markers;
+  rl_u64 foreign;         /* not ours: not UDP to our port, or not our magic (passed on) */
+  rl_u64 malformed;       /* our magic, bad header or length, or longer than RL_MAX_PAYLOAD */
+  rl_u64 corrupt;         /* payload checksum mismatch */
+  rl_u64 unknown_stream;  /* stream id >= max_streams */
+};
+
+struct rl_end_body {
+  rl_u64 total_sent;
+  rl_u64 delay_ns;
+  rl_u64 count;
+  rl_u32 burst;
+  rl_u16 stream_count;
+  rl_u16 data_size;
+};
+
+#define RL_STREAM_SEEN 1u
+#define RL_STREAM_ENDED 2u
+#define RL_STREAM_HAVE_PREV 4u
+
+/* One entry per stream in rx_streams. Everything below `lock` is written
+ * only while holding it: the CPUs that receive a stream take turns, so the
+ * window and the counts are exact however RSS spreads the stream (and,
+ * with one stream per RX queue, the lock is never contended). The fields
+ * mirror stats::SequenceCounts and the per-stream part of engine::RxStreamState. */
+struct rl_rx_stream {
+#ifdef __cplusplus
+  rl_u32 lock_space; /* struct bpf_spin_lock (one u32) */
+#else
+  struct bpf_spin_lock lock;
+#endif
+  rl_u32 flags;       /* RL_STREAM_* */
+  rl_u64 received;    /* stats::SequenceCounts ... */
+  rl_u64 unique;
+  rl_u64 duplicates;
+  rl_u64 reordered;
+  rl_u64 stale;
+  rl_u64 highest_next;
+  rl_u64 payload_bytes;
+  rl_u64 corrupt;
+  rl_u64 clock_behind;
+  rl_u64 first_ns;
+  rl_u64 last_ns;
+  rl_u64 lat_samples;
+  rl_u64 lat_sum;
+  rl_u64 lat_min;
+  rl_u64 lat_max;
+  rl_u64 prev_tx_ns;  /* RFC 3550 jitter state */
+  rl_u64 prev_rx_ns;
+  rl_u64 jitter_x16;  /* jitter in ns, times 16 (fixed point: J += (|D| - J) / 16) */
+  rl_u32 payload_len;
+  rl_u32 pad;
+  struct rl_end_body end;
+  rl_u64 window[RL_WINDOW_WORDS];  /* seen-bits, as stats::SequenceTracker */
+};
+
+/* rx_latency: one histogram per stream, updated under the stream's lock. */
+struct rl_rx_latency {
+  rl_u64 buckets[RL_LAT_BUCKETS];
+};
+
+#endif

@@ -1,0 +1,178 @@
+// pktgen --backend xdp: the kernel runs the per-packet loop.
+//
+// Userspace calls BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES on one
+// prebuilt frame (a flow's template: Ethernet/IP/UDP headers and a complete
+// payload for sequence 0) and a repeat count. The kernel copies the template
+// into page-pool pages once and runs rateline_gen on a page each time; a
+// recycled page still holds whatever the last run wrote, so every varying
+// field is rewritten in full, never patched from the page. Per frame:
+//   sequence   the stream's next_seq (tx_streams, single writer: see xdp_shared.h)
+//   tx time    bpf_ktime_get_ns() = CLOCK_MONOTONIC, the clock rx and userspace stamp with
+//   pattern    seed + i * step with seed = pattern_seed(stream, seq), as every backend
+//   checksums  our payload checksum in closed form (never re-read), and the
+//              UDP checksum from one's-complement halves summed while writing
+// then XDP_TX, which BPF_PROG_RUN turns into a redirect to the device the
+// run names (the egress interface) through its ndo_xdp_xmit.
+//
+// End markers are complete frames built by userspace (kind = end): sent as is.
+//
+// Only frames that carry our metadata (RL_GEN_META_MAGIC, put in front of
+// the template by userspace) are touched: the program is also attached in
+// generic mode to the egress device, only to keep it in the XDP dispatcher,
+// and there it sees real received frames, which it passes.
+//
+// rateline_devmap_xmit / rateline_redirect_err count per worker thread what
+// the driver accepted and refused: XDP transmit has no backpressure, so a
+// full device ring drops frames silently; these tracepoints make the
+// sender's "failed" count exact instead.
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#include "xdp_shared.h"
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the XDP backend loads payload words natively: little-endian machines only"
+#endif
+
+// Set by the loader before load; .rodata, so the verifier sees constants.
+const volatile struct rl_tx_config cfg = {};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(map_flags, BPF_F_MMAPABLE);
+  __uint(max_entries, 1);  // the loader sets one entry per stream
+  __type(key, __u32);
+  __type(value, struct rl_tx_stream);
+} tx_streams SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 256);
+  __type(key, __u32);  // thread id of a pktgen worker
+  __type(value, struct rl_tx_xmit);
+} tx_xmit SEC(".maps");
+
+static __always_inline __u64 halves(__u64 w) { return (w & 0xffffffffull) + (w >> 32); }
+
+// Writes `words` pattern words w, w + step, ... at p and adds their
+// one's-complement halves to *ones. Its own BPF function (not inlined) so
+// that its loop has the registers to itself; four words per bounds check.
+static __attribute__((noinline)) int write_pattern(__u8 *p, const void *end, __u64 w, __u64 words, __u64 *ones) {
+  __u64 sum = 0;
+  const __u64 quads = words >> 2;
+  for (__u64 n = 0; n < RL_MAX_WORDS / 4; n++) {
+    if (n >= quads) break;
+    barrier_var(p);
+    if ((void *)(p + 32) > end) return -1;
+    const __u64 w1 = w + RL_PATTERN_STEP, w2 = w1 + RL_PATTERN_STEP, w3 = w2 + RL_PATTERN_STEP;
+    *(__u64 *)p = w;
+    *(__u64 *)(p + 8) = w1;
+    *(__u64 *)(p + 16) = w2;
+    *(__u64 *)(p + 24) = w3;
+    sum += halves(w) + halves(w1) + halves(w2) + halves(w3);
+    w = w3 + RL_PATTERN_STEP;
+    p += 32;
+  }
+  const __u64 rest = words & 3;
+  for (__u64 n = 0; n < 3; n++) {
+    if (n >= rest) break;
+    barrier_var(p);
+    if ((void *)(p + 8) > end) return -1;
+    *(__u64 *)p = w;
+    sum += halves(w);
+    w += RL_PATTERN_STEP;
+    p += 8;
+  }
+  *ones += sum;
+  return 0;
+}
+
+SEC("xdp")
+int rateline_gen(struct xdp_md *ctx) {
+  void *data = (void *)(long)ctx->data;
+  void *end = (void *)(long)ctx->data_end;
+  const __u32 *meta = (void *)(long)ctx->data_meta;
+  if ((void *)(meta + 1) > data || *meta != RL_GEN_META_MAGIC) return XDP_PASS;  // a real frame: not ours to touch
+  __u8 *pl = data + cfg.payload_off;
+  if ((void *)(pl + RL_HEADER_BYTES) > end) return XDP_DROP;
+  __u32 stream = (__u32)pl[RL_OFF_STREAM] << 8 | pl[RL_OFF_STREAM + 1];
+  struct rl_tx_stream *st = bpf_map_lookup_elem(&tx_streams, &stream);
+  if (!st) return XDP_DROP;
+  if (pl[RL_OFF_KIND] != RL_KIND_DATA) {
+    st->end_frames++;
+    return XDP_TX;
+  }
+
+  const __u64 seq = st->next_seq;
+  st->next_seq = seq + 1;
+  const __u64 seq_w = __builtin_bswap64(seq);  // the big-endian field as a little-endian word
+  const __u64 ts_w = __builtin_bswap64(bpf_ktime_get_ns());
+  *(__u64 *)(pl + RL_OFF_SEQ) = seq_w;
+  *(__u64 *)(pl + RL_OFF_TX_NS) = ts_w;
+  __u64 ones = st->ones_base + halves(seq_w) + halves(ts_w);
+
+  const __u64 seed = rl_pattern_seed((__u16)stream, seq);
+  const __u64 full_words = cfg.full_words;
+  const __u64 words = full_words > RL_FIRST_PATTERN_WORD ? full_words - RL_FIRST_PATTERN_WORD : 0;
+  if (write_pattern(pl + RL_HEADER_BYTES, end, seed + RL_FIRST_PATTERN_WORD * RL_PATTERN_STEP, words, &ones)) goto bad;
+  const __u64 w = seed + full_words * RL_PATTERN_STEP;  // the word after the last full one
+  __u8 *p = pl + 8 * full_words;
+  // wire::write_pattern's share: seed * A + step * B, plus the partial last word.
+  __u64 acc = st->csum_base + seq_w * 3 + ts_w * 5 + seed * cfg.sum_odd;
+  if (cfg.tail_bytes) {
+    const __u64 masked = w & (~0ull >> (64 - 8 * cfg.tail_bytes));
+    for (__u32 k = 0; k < 7; k++) {
+      if (k >= cfg.tail_bytes) break;
+      if ((void *)(p + k + 1) > end) goto bad;
+      p[k] = (__u8)(w >> (8 * k));
+    }
+    ones += halves(masked);  // zero-padded, as the UDP checksum pads an odd byte
+    acc += masked * (2 * full_words + 1);
+  }
+  const __u32 csum_be = __builtin_bswap32(rl_fold32(acc));
+  *(__u32 *)(pl + RL_OFF_CSUM) = csum_be;
+  ones += csum_be;
+
+  __u16 udp_csum = (__u16)~rl_ones_fold(ones);
+  if (!udp_csum) udp_csum = 0xffff;  // 0 means "no checksum"
+  __u8 *udp = data + cfg.udp_off;
+  if ((void *)(udp + 8) > end) goto bad;
+  *(__u16 *)(udp + 6) = udp_csum;
+  return XDP_TX;
+
+bad:
+  st->bad_frames++;
+  return XDP_DROP;
+}
+
+// TP_PROTO(from_dev, to_dev, int sent, int drops, int err): one call per
+// bulk flush to a device, in the context of the task that flushed, which
+// for BPF_PROG_RUN is the pktgen worker itself.
+SEC("raw_tp/xdp_devmap_xmit")
+int rateline_devmap_xmit(struct bpf_raw_tracepoint_args *ctx) {
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  struct rl_tx_xmit *x = bpf_map_lookup_elem(&tx_xmit, &tid);
+  if (!x) return 0;
+  const int sent = (int)ctx->args[2];
+  const int drops = (int)ctx->args[3];
+  const int err = (int)ctx->args[4];
+  if (sent > 0) __sync_fetch_and_add(&x->sent, sent);
+  if (drops > 0) __sync_fetch_and_add(&x->drops, drops);
+  if (err) x->last_err = err < 0 ? -err : err;
+  return 0;
+}
+
+// TP_PROTO(dev, xdp, tgt, int err, map_type, map_id, index): a frame that
+// could not even be queued for the device (no ndo_xdp_xmit, too long).
+SEC("raw_tp/xdp_redirect_err")
+int rateline_redirect_err(struct bpf_raw_tracepoint_args *ctx) {
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  struct rl_tx_xmit *x = bpf_map_lookup_elem(&tx_xmit, &tid);
+  if (!x) return 0;
+  const int err = (int)ctx->args[3];
+  __sync_fetch_and_add(&x->redirect_errors, 1);
+  if (err) x->last_err = err < 0 ? -err : err;
+  return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

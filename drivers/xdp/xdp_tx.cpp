@@ -1,0 +1,332 @@
+#include "xdp/xdp_tx.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+#include <linux/if_link.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "net/checksum.hpp"
+#include "net/frame.hpp"
+#include "pace/pacer.hpp"
+#include "util/clock.hpp"
+#include "util/errors.hpp"
+#include "wire/test_payload.hpp"
+#include "xdp/xdp_object.hpp"
+#include "xdp/xdp_shared.h"
+#include "xdp_tx_object.h"  // generated: the compiled generator (xdp_tx.bpf.c)
+
+namespace rateline::drivers {
+
+// The shared header and the engine describe one wire format.
+static_assert(RL_MAGIC == wire::kMagic && RL_VERSION == wire::kVersion);
+static_assert(RL_KIND_DATA == static_cast<int>(wire::Kind::data) && RL_KIND_END == static_cast<int>(wire::Kind::end));
+static_assert(RL_HEADER_BYTES == wire::kHeaderBytes && RL_FIRST_PATTERN_WORD == wire::kHeaderBytes / 8);
+static_assert(RL_END_BODY_BYTES == wire::kEndMarkerBodyBytes && RL_END_MIN_BYTES == wire::kEndMarkerMinPayloadBytes);
+static_assert(RL_PATTERN_STEP == wire::kPatternStep);
+static_assert(sizeof(rl_tx_stream) == 64, "one cache line per stream");
+static_assert(sizeof(rl_tx_config) == 40);
+
+namespace {
+
+// BPF_PROG_RUN frames live in one page after XDP_PACKET_HEADROOM, with
+// room for skb_shared_info at the end (net/bpf/test_run.c).
+constexpr uint32_t kXdpHeadroom = 256;
+constexpr uint32_t kSharedInfoBytes = 320;
+// Unpaced: frames per BPF_PROG_RUN call. Each call builds a page pool, so
+// calls must be large; 16384 frames are a few ms, short enough for
+// --duration, progress and Ctrl-C.
+constexpr uint32_t kUnpacedCallFrames = 16384;
+constexpr uint32_t kMaxCallFrames = 1u << 20;
+
+// What BPF_PROG_RUN gets: our metadata (RL_GEN_META_MAGIC), then the frame.
+std::vector<uint8_t> with_meta(uint32_t frame_len) {
+  std::vector<uint8_t> buf(RL_GEN_META_BYTES + frame_len);
+  const uint32_t magic = RL_GEN_META_MAGIC;
+  std::memcpy(buf.data(), &magic, sizeof magic);
+  return buf;
+}
+
+std::vector<uint8_t> data_template(const engine::TxFlow& f, const engine::TxPlan& plan) {
+  std::vector<uint8_t> buf = with_meta(f.headers_len + plan.payload.len);
+  const std::span<uint8_t> frame(buf.data() + RL_GEN_META_BYTES, buf.size() - RL_GEN_META_BYTES);
+  std::memcpy(frame.data(), f.headers.data(), f.headers_len);
+  wire::fill_data_payload(frame.data() + f.headers_len, plan.payload, f.stream, 0, now_ns());
+  net::udp_finish_checksum(frame, plan.ipv6);
+  return buf;
+}
+
+std::vector<uint8_t> end_frame(const engine::TxFlow& f, const engine::TxPlan& plan) {
+  std::vector<uint8_t> buf = with_meta(f.headers_len + plan.end_payload.len);
+  const std::span<uint8_t> frame(buf.data() + RL_GEN_META_BYTES, buf.size() - RL_GEN_META_BYTES);
+  std::memcpy(frame.data(), f.end_headers.data(), f.headers_len);
+  wire::EndMarkerBody body = plan.end_body;
+  body.total_sent = f.next_seq;
+  wire::fill_end_marker(frame.data() + f.headers_len, plan.end_payload, f.stream, body, now_ns());
+  net::udp_finish_checksum(frame, plan.ipv6);
+  return buf;
+}
+
+// The constant parts of both checksums for one flow's template (see
+// rl_tx_stream): the program adds the varying words per frame.
+rl_tx_stream stream_constants(const uint8_t* frame, uint32_t headers_len, bool ipv6, const wire::PayloadPlan& pl) {
+  const uint8_t* l3 = frame + net::kEthHeaderBytes;
+  const uint8_t* udp = frame + headers_len - net::kUdpHeaderBytes;
+  const uint8_t* p = frame + headers_len;
+  const uint32_t udp_len = static_cast<uint32_t>(net::kUdpHeaderBytes) + pl.len;
+  uint64_t ones = 0;
+  if (ipv6) {
+    const uint8_t tail[8] = {static_cast<uint8_t>(udp_len >> 24), static_cast<uint8_t>(udp_len >> 16),
+                             static_cast<uint8_t>(udp_len >> 8), static_cast<uint8_t>(udp_len), 0, 0, 0, IPPROTO_UDP};
+    ones = net::ones_sum(tail, 8, net::ones_sum(l3 + 8, 32));
+  } else {
+    const uint8_t tail[4] = {0, IPPROTO_UDP, static_cast<uint8_t>(udp_len >> 8), static_cast<uint8_t>(udp_len)};
+    ones = net::ones_sum(tail, 4, net::ones_sum(l3 + 12, 8));
+  }
+  uint8_t udp_hdr[8];
+  std::memcpy(udp_hdr, udp, 8);
+  udp_hdr[6] = udp_hdr[7] = 0;
+  ones = net::ones_sum(udp_hdr, 8, ones);
+  ones = net::ones_sum(p, 8, ones);                       // word 0: magic, version, kind, stream
+  ones = net::ones_sum(p + wire::kHeaderBytes - 8, 4, ones);  // bytes 24..27: the length
+  rl_tx_stream s{};
+  const uint64_t w0 = wire::detail::load_le64(p);
+  const uint64_t w3 = wire::detail::load_le64(p + 24) & 0xffffffffull;
+  s.csum_base = w0 + 7 * w3 + wire::kPatternStep * pl.sum_i_odd;
+  s.ones_base = ones;
+  return s;
+}
+
+uint64_t load_relaxed(const uint64_t& v) { return __atomic_load_n(&v, __ATOMIC_RELAXED); }
+
+}  // namespace
+
+XdpTxProgram::XdpTxProgram(const XdpTxConfig& cfg) : cfg_(cfg) {
+  const uint32_t headers = static_cast<uint32_t>(net::headers_len(cfg.ipv6));
+  const uint32_t longest = headers + std::max(cfg.payload_len, wire::end_marker_plan(cfg.payload_len).len);
+  const auto page = static_cast<uint32_t>(sysconf(_SC_PAGESIZE));
+  const uint32_t max_frame = page - kXdpHeadroom - kSharedInfoBytes;
+  if (longest > max_frame)
+    throw BackendUnavailable("--backend xdp: frames of " + std::to_string(longest) + " B do not fit one page of "
+                             "BPF_PROG_RUN (at most " + std::to_string(max_frame) + " B: --size " +
+                             std::to_string(max_frame - headers) + " or less)");
+  const wire::PayloadPlan pl = wire::PayloadPlan::make(cfg.payload_len);
+  rl_tx_config rc{};
+  rc.payload_off = headers;
+  rc.udp_off = headers - static_cast<uint32_t>(net::kUdpHeaderBytes);
+  rc.payload_len = pl.len;
+  rc.full_words = pl.full_words;
+  rc.tail_bytes = pl.tail_bytes;
+  rc.max_streams = cfg.streams;
+  rc.sum_odd = pl.sum_odd;
+  rc.sum_i_odd = pl.sum_i_odd;
+
+  obj_ = std::make_unique<BpfObject>(kXdpTxObject, kXdpTxObject_size, "rateline_gen");
+  obj_->set_rodata(&rc, sizeof rc);
+  obj_->set_max_entries("tx_streams", cfg.streams);
+  obj_->load();
+  prog_fd_ = obj_->prog_fd("rateline_gen");
+  xmit_fd_ = obj_->map_fd("tx_xmit");
+  const int streams_fd = obj_->map_fd("tx_streams");
+  streams_bytes_ = (cfg.streams * sizeof(rl_tx_stream) + page - 1) / page * page;
+  void* m = mmap(nullptr, streams_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, streams_fd, 0);
+  if (m == MAP_FAILED) throw BackendUnavailable(bpf_error(errno, "map the XDP generator's stream state"));
+  streams_ = static_cast<rl_tx_stream*>(m);
+
+  // BPF_PROG_RUN with repeat > 1 adds the program to the kernel's XDP
+  // dispatcher and removes it again, two RCU grace periods (~10-30 ms) per
+  // call, unless the dispatcher holds it already. A generic-mode link on the
+  // egress device (or lo) keeps it there for the run; the program passes
+  // every real frame (no metadata), and the link goes with the process.
+  std::string pin_why;
+  for (const int ifindex : {cfg.iface.index, 1}) {
+    LIBBPF_OPTS(bpf_link_create_opts, lopts);
+    lopts.flags = XDP_FLAGS_SKB_MODE;
+    pin_fd_ = bpf_link_create(prog_fd_, ifindex, BPF_XDP, &lopts);
+    if (pin_fd_ >= 0) {
+      pin_where_ = ifindex == 1 ? "lo" : cfg.iface.name;
+      break;
+    }
+    if (pin_why.empty()) pin_why = bpf_error(-pin_fd_, "attach the generator to " + cfg.iface.name + " (generic mode)");
+  }
+
+  std::string why;
+  links_[0] = obj_->attach("rateline_devmap_xmit", why);
+  if (links_[0]) links_[1] = obj_->attach("rateline_redirect_err", why);
+  counting_drops_ = links_[0] && links_[1];
+  note_ = "XDP live frames (BPF_PROG_RUN) out of " + cfg.iface.name + ", " +
+          std::to_string(std::clamp<uint32_t>(cfg.batch, 1, 256)) + " frames per kernel batch; driver drops " +
+          (counting_drops_ ? std::string("counted (xdp tracepoints)") : "not counted: " + why) +
+          (pin_fd_ >= 0 ? "; kept in the XDP dispatcher by a no-op generic link on " + pin_where_
+                        : "; every call waits for RCU grace periods (" + pin_why + "): small paced bursts are slow");
+}
+
+XdpTxProgram::~XdpTxProgram() {
+  for (bpf_link* l : links_)
+    if (l) bpf_link__destroy(l);
+  if (streams_) munmap(streams_, streams_bytes_);
+  if (pin_fd_ >= 0) close(pin_fd_);
+}
+
+int XdpTxProgram::send(const std::vector<uint8_t>& buf, uint32_t frames) const {
+  xdp_md ctx{};
+  ctx.data = RL_GEN_META_BYTES;  // metadata first, then the frame
+  ctx.data_end = static_cast<uint32_t>(buf.size());
+  ctx.ingress_ifindex = static_cast<uint32_t>(cfg_.iface.index);
+  LIBBPF_OPTS(bpf_test_run_opts, opts);
+  opts.data_in = buf.data();
+  opts.data_size_in = static_cast<uint32_t>(buf.size());
+  opts.ctx_in = &ctx;
+  opts.ctx_size_in = sizeof ctx;
+  opts.repeat = frames;
+  opts.flags = BPF_F_TEST_XDP_LIVE_FRAMES;
+  opts.batch_size = std::clamp<uint32_t>(cfg_.batch, 1, 256);
+  const int rc = bpf_prog_test_run_opts(prog_fd_, &opts);
+  return rc < 0 ? -rc : 0;
+}
+
+engine::TxResult XdpTxProgram::run(engine::TxPlan plan, stats::TxSnapshotRing& snapshots,
+                                   const std::atomic<bool>& stop) {
+  stats::TxCounters c;
+  engine::TxResult result;
+  const auto tid = static_cast<uint32_t>(gettid());
+  if (counting_drops_) {
+    const rl_tx_xmit zero{};
+    bpf_map_update_elem(xmit_fd_, &tid, &zero, BPF_ANY);
+  }
+  auto xmit = [&] {
+    rl_tx_xmit x{};
+    if (counting_drops_) bpf_map_lookup_elem(xmit_fd_, &tid, &x);
+    return x;
+  };
+
+  std::vector<std::vector<uint8_t>> templates;
+  for (const engine::TxFlow& f : plan.flows) {
+    if (f.stream >= cfg_.streams) throw SetupError("--backend xdp: stream " + std::to_string(f.stream) + " beyond the plan");
+    templates.push_back(data_template(f, plan));
+    rl_tx_stream s = stream_constants(templates.back().data() + RL_GEN_META_BYTES, f.headers_len, plan.ipv6, plan.payload);
+    s.next_seq = f.next_seq;
+    streams_[f.stream] = s;  // before this worker's first run; no other writer for this stream
+  }
+
+  // One call: how many frames the program ran for this stream (from the
+  // map, so exact even when a signal cut the call short).
+  int err = 0;
+  auto run_data = [&](size_t i, uint32_t frames) {
+    const uint64_t& next = streams_[plan.flows[i].stream].next_seq;
+    const uint64_t before = load_relaxed(next);
+    err = send(templates[i], frames);
+    return load_relaxed(next) - before;
+  };
+
+  pace::Pacer pacer(plan.pace);
+  const bool paced = plan.pace.paced();
+  const size_t flows = plan.flows.size();
+  size_t flow_cursor = 0;
+  const uint64_t start_ns = now_ns();
+  const uint64_t end_ns = plan.duration_ns ? start_ns + plan.duration_ns : ~0ull;
+  uint64_t next_publish_ns = start_ns + plan.publish_every_ns;
+  pacer.start(start_ns);
+  c.first_ns = start_ns;
+  auto publish = [&](uint64_t now, bool final) {
+    c.pace_slips = pacer.slips();
+    if (!final) {
+      const rl_tx_xmit x = xmit();
+      c.failed = x.drops + x.redirect_errors;
+    }
+    snapshots.try_push({c, now, final});
+  };
+
+  uint64_t now = start_ns;
+  while ((plan.quota == 0 || c.packets < plan.quota) && now < end_ns && !stop.load(std::memory_order_relaxed)) {
+    // Paced: one burst per call (more only past kMaxCallFrames). Unpaced:
+    // back-to-back bursts are one stream of frames, so calls are large.
+    uint64_t burst_left = paced ? plan.pace.burst : std::max<uint64_t>(plan.pace.burst, kUnpacedCallFrames);
+    if (plan.quota) burst_left = std::min<uint64_t>(burst_left, plan.quota - c.packets);
+    while (burst_left && !err) {
+      const size_t i = flow_cursor;
+      flow_cursor = flow_cursor + 1 == flows ? 0 : flow_cursor + 1;
+      const auto want = static_cast<uint32_t>(std::min<uint64_t>(burst_left, kMaxCallFrames));
+      const uint64_t taken = run_data(i, want);
+      plan.flows[i].next_seq += taken;
+      c.packets += taken;
+      c.payload_bytes += taken * plan.payload.len;
+      burst_left -= taken;
+      if (taken < want) break;
+    }
+    now = now_ns();
+    c.last_ns = now;
+    if (err == EINTR) {
+      err = 0;  // a signal: the stop flag says whether it meant us
+    } else if (err) {
+      if (c.packets == 0)
+        throw BackendUnavailable(bpf_error(err, "run the XDP generator on " + cfg_.iface.name) +
+                                 (err == EINVAL || err == EOPNOTSUPP || err == 524
+                                      ? " (BPF_F_TEST_XDP_LIVE_FRAMES needs Linux >= 5.18 and a device with XDP)"
+                                      : ""));
+      c.last_error = err;
+      result.stalled = true;
+      break;
+    }
+    if (now >= next_publish_ns) {
+      publish(now, false);
+      next_publish_ns = now + plan.publish_every_ns;
+    }
+    if (plan.quota && c.packets >= plan.quota) break;
+    if (!pacer.wait_for_next_burst(now, stop)) break;
+    now = now_ns();
+  }
+  const rl_tx_xmit data_x = xmit();
+  c.failed = data_x.drops + data_x.redirect_errors;
+  if (data_x.last_err) c.last_error = static_cast<int>(data_x.last_err);
+  else if (c.failed) c.last_error = ENOBUFS;  // refused without an error: the device's ring was full
+
+  // End markers: complete frames, sent as they are by the same program.
+  std::atomic<bool> no_stop{false};
+  uint64_t end_sent = 0;
+  for (uint32_t copy = 0; copy < plan.end_markers && !result.stalled; ++copy) {
+    if (copy) pace::wait_until(now_ns() + plan.end_marker_gap_ns, no_stop);
+    for (const engine::TxFlow& f : plan.flows) {
+      const std::vector<uint8_t> frame = end_frame(f, plan);
+      const uint64_t& sent = streams_[f.stream].end_frames;
+      const uint64_t before = load_relaxed(sent);
+      send(frame, 1);
+      end_sent += load_relaxed(sent) - before;
+    }
+  }
+  const rl_tx_xmit end_x = xmit();
+  const uint64_t end_failed = end_x.drops + end_x.redirect_errors - c.failed;
+  c.end_markers = end_sent - std::min(end_sent, end_failed);
+  if (counting_drops_) bpf_map_delete_elem(xmit_fd_, &tid);
+
+  if (c.failed) {
+    const int e = c.last_error;
+    std::string a = "the driver of " + cfg_.iface.name + " refused " + std::to_string(c.failed) + " frames" +
+                    (e == ENOBUFS ? " (its transmit ring was full)" : " (" + errno_text(e) + ")") + ": ";
+    if (e == ENXIO || e == EOPNOTSUPP)
+      a += "the device cannot take XDP frames now; a veth passes them only to a peer with NAPI on: attach an XDP "
+           "program to the peer (rx --backend xdp) or turn GRO on there (ethtool -K PEER gro on)";
+    else
+      a += "XDP transmit has no backpressure: pace with --rate, or lower --batch";
+    std::lock_guard lock(advice_mu_);
+    advice_ = a;
+    if (c.failed >= c.packets) result.stalled = true;  // nothing got out: the run failed
+  }
+  publish(now_ns(), true);
+  result.counters = c;
+  result.flows = std::move(plan.flows);
+  return result;
+}
+
+std::string XdpTxProgram::advice() const {
+  std::lock_guard lock(advice_mu_);
+  return advice_;
+}
+
+}  // namespace rateline::drivers
