@@ -1,0 +1,151 @@
+#include "tools/ceiling/search.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace rateline::ceiling;
+
+namespace {
+
+// A receiver that drops whatever exceeds `ceiling` pps (a shaped link): loss grows with the excess.
+RatePoint trial_at(double asked, double ceiling, double achieved_ratio = 1.0, double rx_cap = 0) {
+  RatePoint p;
+  p.asked_pps = asked;
+  p.achieved_pps = asked > 0 ? asked * achieved_ratio : 5 * ceiling;  // unpaced: the sender's maximum
+  const double offered = asked > 0 ? asked : p.achieved_pps;
+  p.sent = 100000;
+  p.lost = offered > ceiling ? static_cast<uint64_t>(std::ceil((offered - ceiling) / offered * 100000)) : 0;
+  p.rx_pps = std::min(offered, rx_cap > 0 ? rx_cap : ceiling);
+  return p;
+}
+
+double run(RateSearch& s, double ceiling, int* trials = nullptr) {
+  s.add(trial_at(0, ceiling));
+  int n = 1;
+  while (auto t = s.next_target()) {
+    s.add(trial_at(*t, ceiling));
+    ++n;
+  }
+  if (trials) *trials = n;
+  return s.lo() ? s.lo()->rate : 0;
+}
+
+}  // namespace
+
+TEST(RateSearch, FindsAShapedCeilingWithinTheResolution) {
+  for (double ceiling : {1733.7, 4921.3, 33784.0, 812345.0}) {
+    RateSearch s({0.0, 0.01, 10, 30});
+    int trials = 0;
+    const double ndr = run(s, ceiling, &trials);
+    EXPECT_EQ(s.state(), SearchState::converged) << ceiling;
+    EXPECT_LE(ndr, ceiling);
+    EXPECT_GE(ndr, ceiling * 0.99) << ceiling;
+    EXPECT_LE(trials, 8) << "the receive-rate estimate should close the bracket fast";
+  }
+}
+
+TEST(RateSearch, ConvergesWithoutAUsefulEstimate) {
+  // The receiver reports nothing useful (rx rate 0): plain halving and bisection still get there.
+  RateSearch s({0.0, 0.01, 10, 40});
+  RatePoint first = trial_at(0, 1000);
+  first.rx_pps = 0;
+  s.add(first);
+  while (auto t = s.next_target()) {
+    RatePoint p = trial_at(*t, 1000);
+    p.rx_pps = 0;
+    s.add(p);
+  }
+  ASSERT_EQ(s.state(), SearchState::converged);
+  EXPECT_GE(s.lo()->rate, 990);
+  EXPECT_LE(s.lo()->rate, 1000);
+}
+
+TEST(RateSearch, PassAtTheSendersMaximumIsSenderLimited) {
+  RateSearch s({0.0, 0.01, 10, 20});
+  RatePoint p;  // unpaced, nothing lost
+  p.achieved_pps = p.rx_pps = 250000;
+  p.sent = 250000;
+  s.add(p);
+  EXPECT_EQ(s.state(), SearchState::sender_limited);
+  EXPECT_FALSE(s.next_target());
+}
+
+TEST(RateSearch, LossEvenAtTheMinimumRate) {
+  RateSearch s({0.0, 0.01, 100, 40});
+  s.add(trial_at(0, 1));
+  while (auto t = s.next_target()) s.add(trial_at(*t, 1));
+  EXPECT_EQ(s.state(), SearchState::below_min);
+  EXPECT_FALSE(s.lo());
+}
+
+TEST(RateSearch, AShortPassCountsAtTheAchievedRate) {
+  RateSearch s({0.0, 0.01, 10, 20});
+  s.add(trial_at(0, 1000));
+  RatePoint p = trial_at(990, 1000, 0.80);  // the sender reached only 792 pps
+  s.add(p);
+  ASSERT_TRUE(s.lo());
+  EXPECT_DOUBLE_EQ(s.lo()->rate, 990 * 0.80);
+  RatePoint q = trial_at(990, 1000, 0.97);  // within the 5% allowance: counts as asked
+  s.add(q);
+  EXPECT_DOUBLE_EQ(s.lo()->rate, 990);
+}
+
+TEST(RateSearch, APassAboveAFailureIsNotTrusted) {
+  RateSearch s({0.0, 0.01, 10, 20});
+  RatePoint fail;
+  fail.asked_pps = fail.achieved_pps = 1000;
+  fail.sent = 1000;
+  fail.lost = 5;
+  RatePoint pass;
+  pass.asked_pps = pass.achieved_pps = 1100;
+  pass.sent = 1100;
+  s.add(fail);
+  s.add(pass);
+  EXPECT_FALSE(s.lo());
+  EXPECT_DOUBLE_EQ(s.hi()->rate, 1000);
+}
+
+TEST(RateSearch, PdrThresholdAndSeed) {
+  RateSearch ndr({0.0, 0.01, 10, 20});
+  RateSearch pdr({0.005, 0.01, 10, 20});
+  RatePoint p;
+  p.asked_pps = p.achieved_pps = 1000;
+  p.sent = 1000;
+  p.lost = 4;  // 0.4%: fails NDR, passes PDR
+  ndr.add(p);
+  pdr.seed({p});
+  EXPECT_FALSE(ndr.lo());
+  ASSERT_TRUE(pdr.lo());
+  EXPECT_EQ(pdr.trials(), 0u);  // seeded trials are history, not this search's budget
+}
+
+TEST(RateSearch, StopsAtTheTrialBudget) {
+  RateSearch s({0.0, 0.0001, 10, 3});
+  s.add(trial_at(0, 1000, 1.0, 1));
+  while (auto t = s.next_target()) s.add(trial_at(*t, 1000, 1.0, 1));
+  EXPECT_EQ(s.state(), SearchState::out_of_trials);
+  EXPECT_EQ(s.trials(), 3u);
+}
+
+TEST(BurstSearch, FindsTheLongestLosslessBurst) {
+  for (uint32_t limit : {1u, 7u, 16u, 23u, 65u, 1000u}) {
+    BurstSearch b(16, 65536, 60);
+    while (auto n = b.next()) b.add(*n, *n <= limit);
+    EXPECT_EQ(b.longest_pass(), limit);
+    EXPECT_EQ(b.shortest_fail(), limit + 1);
+  }
+}
+
+TEST(BurstSearch, StopsAtTheMaximum) {
+  BurstSearch b(16, 100, 60);
+  while (auto n = b.next()) b.add(*n, true);
+  EXPECT_EQ(b.longest_pass(), 100u);
+  EXPECT_TRUE(b.reached_max());
+}
+
+TEST(BurstSearch, EvenOnePacketLost) {
+  BurstSearch b(16, 100, 60);
+  while (auto n = b.next()) b.add(*n, false);
+  EXPECT_EQ(b.longest_pass(), 0u);
+}

@@ -1,0 +1,35 @@
+// The local lab: two network namespaces joined by a veth pair, made with
+// `ip` and removed again however the run ends (the destructor; the parent
+// process outlives the measuring child for exactly this).
+//
+// Names carry our pid (rlc<pid>a / rlc<pid>b), so labs of parallel runs never
+// collide. Addresses come from the benchmarking range 198.18.0.0/15 (RFC
+// 2544 C.2.2); IPv6 is off and the neighbours are static, so no ARP, ND or
+// router solicitation crosses the link: the interface counters count our
+// packets only.
+#pragma once
+
+#include <string>
+
+namespace rateline::ceiling {
+
+class VethLab {
+ public:
+  VethLab();  // names only; create() makes it
+  ~VethLab();
+  VethLab(const VethLab&) = delete;
+  VethLab& operator=(const VethLab&) = delete;
+
+  // Throws SetupError with the failing command and its message.
+  void create();
+  // `tc qdisc add dev <sender veth> root <spec>` in the sender's namespace.
+  void shape(const std::string& spec);
+  void destroy() noexcept;
+
+  std::string ns_tx, ns_rx, if_tx, if_rx, ip_tx, ip_rx, mac_tx, mac_rx;
+
+ private:
+  bool made_ = false;
+};
+
+}  // namespace rateline::ceiling

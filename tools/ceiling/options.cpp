@@ -1,0 +1,206 @@
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+
+#include "config.hpp"
+#include "process.hpp"
+#include "util/cli.hpp"
+#include "util/clock.hpp"
+#include "wire/test_payload.hpp"
+
+namespace rateline::ceiling {
+
+namespace {
+
+double parse_percent(const char* option, std::string text, double lo, double hi) {
+  if (!text.empty() && text.back() == '%') text.pop_back();
+  double v = 0;
+  try {
+    size_t used = 0;
+    v = std::stod(text, &used);
+    if (used != text.size()) throw std::invalid_argument("");
+  } catch (const std::exception&) {
+    throw cli::UsageError(std::string(option) + ": '" + text + "' is not a percentage (e.g. 0.5%)");
+  }
+  if (v < lo || v > hi)
+    throw cli::UsageError(std::string(option) + ": " + text + "% is out of range (" + std::to_string(lo) + ".." +
+                          std::to_string(hi) + "%)");
+  return v / 100.0;
+}
+
+std::vector<std::string> split_list(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    size_t start = 0;
+    while (start <= item.size()) {
+      const size_t c = item.find(',', start);
+      const std::string part = item.substr(start, c == std::string::npos ? std::string::npos : c - start);
+      if (!part.empty()) out.push_back(part);
+      if (c == std::string::npos) break;
+      start = c + 1;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int parse_options(int argc, char** argv, Config& cfg) {
+  for (int i = 1; i < argc; ++i) cfg.argv.emplace_back(argv[i]);
+  CLI::App app{
+      "ceiling: the highest UDP rate a receiver takes with zero loss (NDR) and with loss <= 0.5% (PDR), per frame "
+      "size (RFC 2544 26.1), and the longest back-to-back burst (26.4), with a drop ledger per trial.\n"
+      "Modes: (default) local lab: both ends in network namespaces made here;\n"
+      "       --remote HOST:PORT --dst ADDR: send from here to a receiver running `ceiling --serve PORT`;\n"
+      "       --serve [ADDR:]PORT: the receiver's agent (runs one rx per trial).",
+      "ceiling"};
+  std::string remote, listen, trial = "2s", resolution = "1%", pdr = "0.5%", max_rate, min_rate = "10", rate_layer = "l1";
+  std::string burst = "auto", tests = "throughput,back-to-back", b2b_max = "65536", b2b_repeats = "5", b2b_gap = "100ms";
+  std::string drain = "1s", max_trials = "20", rx_rcvbuf;
+  std::vector<std::string> frame_sizes_in, sizes_in;
+  bool serve_stdio = false, lab_child = false;
+
+  app.add_option("--remote", remote, "send from here to HOST:PORT, a receiver running `ceiling --serve PORT`");
+  app.add_option("--serve", listen, "be the receiver's agent on TCP [ADDR:]PORT (one session at a time)");
+  app.add_option("--dst", cfg.dst, "--remote: the receiver's test address (where its rx listens)");
+  app.add_option("--frame-sizes", frame_sizes_in,
+                 "RFC 2544 frame sizes, L2 bytes incl. FCS, sent as IPv4/UDP (payload = frame - 46; 64 is sent as "
+                 "78, pktgen's minimum); 'none' for none")
+      ->delimiter(',');
+  app.add_option("-s,--size", sizes_in, "UDP payload sizes to test as well (repeat, or a comma list); default 1400")
+      ->delimiter(',');
+  app.add_option("--trial", trial, "trial length (RFC 2544 asks 60s; the short default suits CI)")->capture_default_str();
+  app.add_option("--resolution", resolution, "search ends when the bracket is this narrow, in % of the rate")
+      ->capture_default_str();
+  app.add_option("--pdr", pdr, "loss ratio that still passes for the PDR")->capture_default_str();
+  app.add_option("--max-rate", max_rate, "rate of the first trial (pps, or bit/s: see --rate-layer); default: unpaced");
+  app.add_option("--min-rate", min_rate, "lowest rate worth trying")->capture_default_str();
+  app.add_option("--rate-layer", rate_layer, "which bits a bit/s --max-rate / --min-rate counts: l1 (line rate), l2, payload")
+      ->check(CLI::IsMember({"payload", "l2", "l1"}))
+      ->capture_default_str();
+  app.add_option("--max-trials", max_trials, "trial budget per size and search")->capture_default_str();
+  app.add_option("-b,--burst", burst,
+                 "packets per burst in rate trials: auto (about 1 ms of traffic, 1..64), or N (1 = evenly spaced, as "
+                 "RFC 2544 has it)")
+      ->capture_default_str();
+  app.add_option("--tests", tests, "which tests: throughput, back-to-back (comma list)")->capture_default_str();
+  app.add_option("--b2b-max", b2b_max, "longest burst the back-to-back test tries")->capture_default_str();
+  app.add_option("--b2b-repeats", b2b_repeats, "bursts per back-to-back trial, all must arrive (RFC 2544: 50)")
+      ->capture_default_str();
+  app.add_option("--b2b-gap", b2b_gap, "pause between those bursts, for queues to drain")->capture_default_str();
+  app.add_option("--drain", drain, "rx ends this long after the last packet when no end marker came")->capture_default_str();
+  app.add_option("-p,--port", cfg.port, "UDP test port")->capture_default_str()->check(CLI::Range(1024, 65535));
+  app.add_option("--tx-backend", cfg.tx_backend, "pktgen --backend (afpacket bypasses the qdisc: use socket to test through tc shaping)")
+      ->capture_default_str();
+  app.add_option("--rx-backend", cfg.rx_backend, "rx --backend")->capture_default_str();
+  app.add_option("--sndbuf", cfg.sndbuf, "pktgen --sndbuf");
+  app.add_option("--device", cfg.device, "the sender's interface (pktgen --device; the ledger reads its counters)");
+  app.add_option("--rx-rcvbuf", rx_rcvbuf, "rx --rcvbuf");
+  app.add_option("--rx-threads", cfg.rx_threads, "rx --threads")->capture_default_str()->check(CLI::Range(1, 64));
+  app.add_option("--rx-test-slow-us", cfg.rx_test_slow_us,
+                 "TEST AID: rx --test-slow-us N (the receiver sleeps N us per batch: a slow consumer on purpose)")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--rx-bind", cfg.rx_bind, "--serve: the address rx listens on")->capture_default_str();
+  app.add_option("--shape", cfg.shape,
+                 "local lab: shape the sender's veth: `tc qdisc add dev VETH root <this>`, e.g. \"tbf rate 20mbit burst "
+                 "32kbit latency 10ms\"");
+  app.add_option("--pktgen", cfg.pktgen_bin, "pktgen program (default: $PKTGEN, the build tree, PATH)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--rx", cfg.rx_bin, "rx program (default: $RX, the build tree, PATH)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--json", cfg.json_path, "JSON lines: start, every trial with its ledger, one result per size");
+  app.add_option("--csv", cfg.csv_path, "CSV: one row per size (the table)");
+  app.add_option("--csv-trials", cfg.csv_trials_path, "CSV: one row per trial");
+  app.add_option("--svg", cfg.svg_path, "SVG plot: loss vs offered rate, one panel per size");
+  app.add_flag("-q,--quiet", cfg.quiet, "no live progress line");
+  // Internal: how the local lab runs its two ends.
+  app.add_flag("--serve-stdio", serve_stdio)->group("");
+  app.add_flag("--lab-child", lab_child)->group("");
+  app.add_option("--lab-rx-ns", cfg.lab_rx_ns)->group("");
+  app.add_option("--lab-peer", cfg.lab_peer_device)->group("");
+  app.add_option("--lab-device", cfg.lab_device)->group("");
+  app.set_version_flag("--version", "ceiling (rateline) 0.1.0");
+
+  if (const int rc = cli::parse(app, argc, argv); rc >= 0) return rc;
+  try {
+    using cli::convert;
+    using cli::in_range;
+    if (serve_stdio) cfg.mode = Mode::serve_stdio;
+    else if (lab_child) cfg.mode = Mode::lab_child;
+    else if (!listen.empty()) cfg.mode = Mode::serve;
+    else if (!remote.empty()) cfg.mode = Mode::remote;
+    if (!listen.empty() && !remote.empty()) throw cli::UsageError("--serve and --remote: a host is one end or the other");
+    cfg.remote = remote;
+    cfg.listen = listen;
+    if (cfg.mode == Mode::remote && cfg.dst.empty())
+      throw cli::UsageError("--remote needs --dst, the receiver's test address");
+    if (cfg.mode == Mode::local && !cfg.dst.empty())
+      throw cli::UsageError("--dst is for --remote; the local lab picks its own addresses");
+    if (cfg.mode != Mode::local && cfg.mode != Mode::lab_child && !cfg.shape.empty())
+      throw cli::UsageError("--shape shapes the local lab's veth; across hosts, shape with tc yourself");
+
+    const auto frames = split_list(frame_sizes_in);
+    const auto sizes = split_list(sizes_in);
+    std::vector<std::string> frame_items = frames;
+    if (frame_items.size() == 1 && frame_items[0] == "none") frame_items.clear();
+    if (frame_sizes_in.empty())
+      for (uint32_t f : kRfc2544Frames) frame_items.push_back(std::to_string(f));
+    const uint32_t min_frame = wire::kMinPayloadBytes + kIpv4FrameOverhead;
+    for (const auto& f : frame_items) {
+      const auto v = static_cast<uint32_t>(
+          in_range<uint64_t>("--frame-sizes", convert("--frame-sizes", [&] { return units::parse_bytes(f); }), 64, 9018));
+      SizePlan p;
+      p.rfc_frame = v;
+      p.clamped = v < min_frame;
+      p.payload = std::max(v, min_frame) - kIpv4FrameOverhead;
+      cfg.sizes.push_back(p);
+    }
+    for (const auto& s : sizes.empty() ? std::vector<std::string>{"1400"} : sizes) {
+      SizePlan p;
+      p.payload = static_cast<uint32_t>(in_range<uint64_t>(
+          "--size", convert("--size", [&] { return units::parse_bytes(s); }), wire::kMinPayloadBytes, 8972));
+      cfg.sizes.push_back(p);
+    }
+    // One entry per payload: an RFC frame and a --size that land on the same payload run once.
+    std::vector<SizePlan> unique;
+    for (const auto& p : cfg.sizes)
+      if (std::none_of(unique.begin(), unique.end(), [&](const SizePlan& u) { return u.payload == p.payload; }))
+        unique.push_back(p);
+    cfg.sizes = unique;
+
+    cfg.trial_ns = in_range<uint64_t>("--trial", convert("--trial", [&] { return units::parse_duration_ns(trial, kNsPerSec); }),
+                                      50 * kNsPerMs, 3600 * kNsPerSec);
+    cfg.resolution = parse_percent("--resolution", resolution, 0.01, 50);
+    cfg.pdr_threshold = parse_percent("--pdr", pdr, 0.0001, 50);
+    if (!max_rate.empty()) cfg.max_rate = convert("--max-rate", [&] { return units::parse_rate(max_rate); });
+    const units::Rate min_r = convert("--min-rate", [&] { return units::parse_rate(min_rate); });
+    if (min_r.unit == units::RateUnit::bits_per_sec)
+      throw cli::UsageError("--min-rate: give packets/s (e.g. 10 or 1kpps)");
+    cfg.min_pps = std::max(1.0, min_r.value);
+    cfg.max_trials = static_cast<uint32_t>(in_range<uint64_t>("--max-trials", convert("--max-trials", [&] { return units::parse_count(max_trials); }), 2, 1000));
+    if (burst != "auto")
+      cfg.burst = static_cast<uint32_t>(in_range<uint64_t>("--burst", convert("--burst", [&] { return units::parse_count(burst); }), 1, 100000));
+    cfg.throughput = cfg.back_to_back = false;
+    for (const auto& t : split_list({tests})) {
+      if (t == "throughput") cfg.throughput = true;
+      else if (t == "back-to-back" || t == "b2b") cfg.back_to_back = true;
+      else throw cli::UsageError("--tests: '" + t + "' is not one of throughput, back-to-back");
+    }
+    if (!cfg.throughput && !cfg.back_to_back) throw cli::UsageError("--tests: name at least one test");
+    cfg.b2b_max = static_cast<uint32_t>(in_range<uint64_t>("--b2b-max", convert("--b2b-max", [&] { return units::parse_count(b2b_max); }), 2, 10'000'000));
+    cfg.b2b_repeats = static_cast<uint32_t>(in_range<uint64_t>("--b2b-repeats", convert("--b2b-repeats", [&] { return units::parse_count(b2b_repeats); }), 1, 1000));
+    cfg.b2b_gap_ns = in_range<uint64_t>("--b2b-gap", convert("--b2b-gap", [&] { return units::parse_duration_ns(b2b_gap, kNsPerMs); }), kNsPerMs, 60 * kNsPerSec);
+    cfg.drain_ns = in_range<uint64_t>("--drain", convert("--drain", [&] { return units::parse_duration_ns(drain, kNsPerSec); }), 50 * kNsPerMs, 60 * kNsPerSec);
+    if (!rx_rcvbuf.empty())
+      cfg.rx_rcvbuf = static_cast<int64_t>(in_range<uint64_t>("--rx-rcvbuf", convert("--rx-rcvbuf", [&] { return units::parse_bytes(rx_rcvbuf); }), 0, 1ull << 30));
+    if (cfg.pktgen_bin.empty()) cfg.pktgen_bin = find_program("pktgen", "PKTGEN");
+    if (cfg.rx_bin.empty()) cfg.rx_bin = find_program("rx", "RX");
+    cfg.rate_layer = rate_layer;
+  } catch (const cli::UsageError& e) {
+    std::fprintf(stderr, "ceiling: %s\n", e.what());
+    return cli::kUsageExit;
+  }
+  return -1;
+}
+
+}  // namespace rateline::ceiling

@@ -1,0 +1,359 @@
+#include "server.hpp"
+
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "process.hpp"
+#include "protocol.hpp"
+#include "socket/udp_socket.hpp"
+#include "util/clock.hpp"
+#include "util/errors.hpp"
+#include "util/stop_signal.hpp"
+
+namespace rateline::ceiling {
+
+namespace {
+
+constexpr uint64_t kSessionIdleNs = 600 * kNsPerSec;  // no request for 10 min and no trial: hang up
+constexpr uint64_t kStopGraceNs = 3 * kNsPerSec;      // SIGINT to rx, then SIGKILL after this
+constexpr size_t kRxJsonMax = 8u << 20;               // rx's JSON lines (progress is off: start + result)
+
+struct Trial {
+  proto::TrialRequest req;
+  Child rx;
+  std::string json_buf;
+  std::string err_tail;
+  bool ready = false;
+  bool json_open = true, err_open = true;
+  std::optional<nlohmann::json> result;
+  uint64_t deadline_ns = 0;  // max_ms plus slack: then SIGINT
+  uint64_t kill_ns = 0;      // after SIGINT: then SIGKILL
+};
+
+class Session {
+ public:
+  Session(int in, int out, const ServeConfig& cfg, int listen_fd) : in_(in), out_(out), cfg_(cfg), listen_fd_(listen_fd) {}
+  void run();
+
+ private:
+  void send(const std::string& line);
+  void error(const char* code, const std::string& text, uint64_t id = 0);
+  void handle(const proto::LineSplitter::Item& item);
+  void start_trial(const proto::TrialRequest& req);
+  void pump(Trial& t, bool json_ready, bool err_ready);
+  void finish();
+  void refuse_extra_client();
+
+  int in_, out_;
+  const ServeConfig& cfg_;
+  int listen_fd_;
+  proto::LineSplitter lines_{proto::kMaxRequestBytes};
+  bool greeted_ = false, closing_ = false, peer_gone_ = false;
+  std::optional<Trial> trial_;
+  uint64_t last_request_ns_ = now_ns();
+};
+
+void Session::send(const std::string& line) {
+  if (peer_gone_) return;
+  if (!write_all(out_, line + "\n")) peer_gone_ = closing_ = true;
+}
+
+void Session::error(const char* code, const std::string& text, uint64_t id) {
+  send(std::string("ERR code=") + code + (id ? " id=" + std::to_string(id) : std::string()) + " " + text);
+}
+
+void Session::handle(const proto::LineSplitter::Item& item) {
+  last_request_ns_ = now_ns();
+  if (item.too_long) {
+    error("too-long", "request longer than " + std::to_string(proto::kMaxRequestBytes) + " bytes: ignored");
+    return;
+  }
+  if (item.line.empty()) return;
+  std::string why;
+  const auto m = proto::parse(item.line, &why);
+  if (!m) {
+    error("malformed", why);
+    return;
+  }
+  if (m->verb == "PING") {
+    send("PONG");
+    return;
+  }
+  if (m->verb == "HELLO") {
+    const std::string* v = m->get("version");
+    if (greeted_) error("out-of-order", "HELLO twice");
+    else if (!v || *v != std::to_string(proto::kVersion))
+      error("bad-value", "this receiver speaks version=" + std::to_string(proto::kVersion));
+    else {
+      greeted_ = true;
+      send("OK version=" + std::to_string(proto::kVersion));
+    }
+    return;
+  }
+  if (m->verb != "TRIAL" && m->verb != "STOP" && m->verb != "BYE") {
+    error("unknown-verb", m->verb + " is not a request (HELLO, PING, TRIAL, STOP, BYE)");
+    return;
+  }
+  // Errors about a trial carry its id, so the sender can tell them from late replies to older requests.
+  uint64_t req_id = 0;
+  if (const std::string* id = m->get("id"); id && id->size() <= 18 && id->find_first_not_of("0123456789") == std::string::npos)
+    req_id = std::stoull(*id);
+  if (!greeted_) {
+    error("out-of-order", "send HELLO version=" + std::to_string(proto::kVersion) + " first", req_id);
+    return;
+  }
+  if (m->verb == "BYE") {
+    send("OK bye");
+    closing_ = true;
+    return;
+  }
+  if (m->verb == "STOP") {
+    const std::string* id = m->get("id");
+    if (!trial_ || !id || *id != std::to_string(trial_->req.id)) {
+      error("out-of-order", trial_ ? "STOP names another trial than the running one (id=" + std::to_string(trial_->req.id) + ")"
+                                   : "no trial is running", req_id);
+      return;
+    }
+    signal_child(trial_->rx, SIGINT);
+    if (!trial_->kill_ns) trial_->kill_ns = now_ns() + kStopGraceNs;
+    return;
+  }
+  // TRIAL
+  if (trial_) {
+    error("out-of-order", "trial " + std::to_string(trial_->req.id) + " is still running: wait for its RESULT", req_id);
+    return;
+  }
+  std::string code;
+  const auto req = proto::trial_from(*m, &code, &why);
+  if (!req) {
+    error(code.c_str(), why, req_id);
+    return;
+  }
+  start_trial(*req);
+}
+
+void Session::start_trial(const proto::TrialRequest& req) {
+  std::vector<std::string> argv = {cfg_.rx_bin, "--bind", cfg_.rx_bind, "--port", std::to_string(req.port),
+                                   "--json", "/dev/fd/3", "--quiet", "--idle", std::to_string(req.idle_ms) + "ms",
+                                   "--duration", std::to_string(req.max_ms) + "ms", "--backend", req.backend,
+                                   "--max-size", std::to_string(std::max<uint32_t>(9000, req.size)),
+                                   "--threads", std::to_string(req.threads)};
+  if (req.rcvbuf >= 0) {
+    argv.push_back("--rcvbuf");
+    argv.push_back(std::to_string(req.rcvbuf));
+  }
+  if (req.slow_us) {
+    argv.push_back("--test-slow-us");
+    argv.push_back(std::to_string(req.slow_us));
+  }
+  Trial t;
+  t.req = req;
+  SpawnSpec s;
+  s.argv = argv;
+  s.pipe_fd3 = true;
+  s.pipe_stderr = true;
+  for (int attempt = 0;; ++attempt) {
+    try {
+      t.rx = spawn(s);
+      break;
+    } catch (const std::exception& e) {
+      // A rebuild relinking rx under us (ETXTBSY, EACCES) is worth a second look.
+      if (attempt == 2) {
+        error("rx-failed", e.what(), req.id);
+        return;
+      }
+      timespec ts{1, 0};
+      nanosleep(&ts, nullptr);
+    }
+  }
+  t.deadline_ns = now_ns() + uint64_t{req.max_ms} * kNsPerMs + 5 * kNsPerSec;
+  if (cfg_.verbose)
+    std::fprintf(stderr, "ceiling serve: trial %llu: rx pid %d, %u B on port %u\n", static_cast<unsigned long long>(req.id),
+                 t.rx.pid, req.size, req.port);
+  trial_ = std::move(t);
+}
+
+void Session::pump(Trial& t, bool json_ready, bool err_ready) {
+  if (json_ready && t.json_open) {
+    if (!read_some(t.rx.fd3, t.json_buf, kRxJsonMax)) t.json_open = false;
+    size_t nl;
+    while ((nl = t.json_buf.find('\n')) != std::string::npos) {
+      const std::string line = t.json_buf.substr(0, nl);
+      t.json_buf.erase(0, nl + 1);
+      try {
+        nlohmann::json j = nlohmann::json::parse(line);
+        const std::string type = j.value("type", "");
+        if (type == "start" && !t.ready) {
+          t.ready = true;
+          send("READY id=" + std::to_string(t.req.id));
+        } else if (type == "result") {
+          t.result = std::move(j);
+        }
+      } catch (const std::exception&) {
+        // Not ours to judge: rx writes one JSON object per line.
+      }
+    }
+  }
+  if (err_ready && t.err_open)
+    if (!read_some(t.rx.err, t.err_tail, 2048)) t.err_open = false;
+}
+
+void Session::finish() {
+  Trial& t = *trial_;
+  int rc = wait_child(t.rx, kStopGraceNs);
+  if (rc == -1) rc = stop_child(t.rx, kStopGraceNs);
+  const uint64_t id = t.req.id;
+  if (t.result) {
+    nlohmann::json r = std::move(*t.result);
+    r.erase("streams");
+    r["rx_exit"] = rc;
+    std::string text = r.dump(-1, ' ', true);
+    if (text.size() + 64 > proto::kMaxReplyBytes && r.contains("ledger")) {
+      r["ledger"].erase("counters");
+      text = r.dump(-1, ' ', true);
+    }
+    if (text.size() + 64 > proto::kMaxReplyBytes) error("rx-failed", "rx's result is too large to send", id);
+    else send("RESULT id=" + std::to_string(id) + " " + text);
+  } else {
+    std::string why = t.err_tail;
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    if (const size_t nl = why.rfind('\n'); nl != std::string::npos) why = why.substr(nl + 1);
+    for (char& c : why)
+      if (c < 0x20 || c > 0x7e) c = ' ';
+    error("rx-failed", "rx exited with " + std::to_string(rc) + (t.ready ? " without a result" : " before listening") +
+                           (why.empty() ? "" : ": " + why),
+          id);
+  }
+  if (cfg_.verbose)
+    std::fprintf(stderr, "ceiling serve: trial %llu done (rx exit %d)\n", static_cast<unsigned long long>(id), rc);
+  trial_.reset();
+}
+
+void Session::refuse_extra_client() {
+  const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  if (fd < 0) return;
+  write_all(fd, "ERR code=busy another session is running on this receiver\n");
+  ::close(fd);
+}
+
+void Session::run() {
+  bool in_open = true;
+  while (!closing_ || trial_) {
+    if (stop_flag().load() && trial_ && !trial_->kill_ns) {
+      signal_child(trial_->rx, SIGINT);
+      trial_->kill_ns = now_ns() + kStopGraceNs;
+    }
+    if (stop_flag().load() && !trial_) break;
+    if ((closing_ || !in_open) && trial_ && !trial_->kill_ns) {
+      // The sender hung up mid-trial: end rx, its result has nowhere to go.
+      signal_child(trial_->rx, SIGINT);
+      trial_->kill_ns = now_ns() + kStopGraceNs;
+    }
+    pollfd p[4];
+    nfds_t n = 0;
+    int in_i = -1, js_i = -1, er_i = -1, ls_i = -1;
+    if (in_open && !closing_) { in_i = static_cast<int>(n); p[n++] = {in_, POLLIN, 0}; }
+    if (trial_ && trial_->json_open) { js_i = static_cast<int>(n); p[n++] = {trial_->rx.fd3, POLLIN, 0}; }
+    if (trial_ && trial_->err_open) { er_i = static_cast<int>(n); p[n++] = {trial_->rx.err, POLLIN, 0}; }
+    if (listen_fd_ >= 0) { ls_i = static_cast<int>(n); p[n++] = {listen_fd_, POLLIN, 0}; }
+    const int r = poll(p, n, 100);
+    if (r < 0 && errno != EINTR) break;
+    auto ready = [&](int i) { return r > 0 && i >= 0 && (p[i].revents & (POLLIN | POLLHUP | POLLERR)); };
+    if (ready(ls_i)) refuse_extra_client();
+    if (ready(in_i)) {
+      char buf[4096];
+      const ssize_t got = ::read(in_, buf, sizeof buf);
+      if (got > 0) {
+        lines_.feed({buf, static_cast<size_t>(got)});
+        while (auto item = lines_.next()) {
+          handle(*item);
+          if (closing_) break;
+        }
+      } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+        in_open = false;
+        if (!trial_) break;
+      }
+    }
+    if (trial_) {
+      pump(*trial_, ready(js_i), ready(er_i));
+      const uint64_t now = now_ns();
+      if (!trial_->json_open && !trial_->err_open) finish();
+      else if (trial_->kill_ns && now > trial_->kill_ns) {
+        signal_child(trial_->rx, SIGKILL);
+        trial_->kill_ns = now + kStopGraceNs;
+      } else if (!trial_->kill_ns && now > trial_->deadline_ns) {
+        signal_child(trial_->rx, SIGINT);
+        trial_->kill_ns = now + kStopGraceNs;
+      }
+    } else if (!in_open) {
+      break;
+    } else if (now_ns() - last_request_ns_ > kSessionIdleNs) {
+      error("out-of-order", "no request for 10 minutes: closing");
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+int serve(const ServeConfig& cfg) {
+  signal(SIGPIPE, SIG_IGN);
+  if (cfg.listen.empty()) {
+    Session s(STDIN_FILENO, STDOUT_FILENO, cfg, -1);
+    s.run();
+    return 0;
+  }
+  std::string host = "0.0.0.0", port = cfg.listen;
+  if (const size_t c = cfg.listen.rfind(':'); c != std::string::npos) {
+    host = cfg.listen.substr(0, c);
+    port = cfg.listen.substr(c + 1);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  }
+  unsigned long p = 0;
+  try {
+    p = std::stoul(port);
+  } catch (const std::exception&) {
+  }
+  if (p == 0 || p > 65535) throw SetupError("--serve " + cfg.listen + ": expected [ADDR:]PORT with PORT 1..65535");
+  const drivers::SocketAddress addr = drivers::make_address(host, static_cast<uint16_t>(p));
+  const int fd = ::socket(addr.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw SetupError(std::string("Couldn't create the control socket: ") + errno_text(errno));
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr.storage), addr.len) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw SetupError("Couldn't listen on " + addr.text() + ": " + errno_text(e) +
+                     (e == EADDRINUSE ? " (another server runs there: pick another port)" : ""));
+  }
+  listen(fd, 4);
+  std::fprintf(stderr, "ceiling serve: control on tcp %s; rx binds %s; one session at a time\n", addr.text().c_str(),
+               cfg.rx_bind.c_str());
+  while (!stop_flag().load()) {
+    pollfd pl{fd, POLLIN, 0};
+    if (poll(&pl, 1, 200) <= 0) continue;
+    sockaddr_storage peer{};
+    socklen_t pl_len = sizeof peer;
+    const int c = accept4(fd, reinterpret_cast<sockaddr*>(&peer), &pl_len, SOCK_CLOEXEC);
+    if (c < 0) continue;
+    if (cfg.verbose) std::fprintf(stderr, "ceiling serve: session opened\n");
+    Session s(c, c, cfg, fd);
+    s.run();
+    ::close(c);
+    if (cfg.verbose) std::fprintf(stderr, "ceiling serve: session closed\n");
+  }
+  ::close(fd);
+  return 0;
+}
+
+}  // namespace rateline::ceiling

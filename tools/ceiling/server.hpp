@@ -1,0 +1,19 @@
+// The receiver agent: speaks the control protocol (protocol.hpp) and runs
+// one rx per trial, the same binary and code path a user runs by hand.
+#pragma once
+
+#include <string>
+
+namespace rateline::ceiling {
+
+struct ServeConfig {
+  std::string listen;        // "[ADDR:]PORT" for TCP; "" = one session on stdin/stdout
+  std::string rx_bind;       // rx --bind (default 0.0.0.0)
+  std::string rx_bin;        // rx program
+  bool verbose = true;       // log sessions and trials to stderr
+};
+
+// Runs until SIGINT/SIGTERM (TCP) or until stdin closes (stdio). Returns the exit code.
+int serve(const ServeConfig& cfg);
+
+}  // namespace rateline::ceiling
