@@ -1,0 +1,273 @@
+#include "engine.hpp"
+
+#include <sched.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "topo/topology.hpp"
+#include "util/clock.hpp"
+#include "util/errors.hpp"
+
+namespace rateline::blocktest {
+
+SlotBuffers::SlotBuffers(uint32_t slots, uint64_t slot_bytes) : slots_(slots), slot_bytes_(slot_bytes) {
+  void* p = ::mmap(nullptr, bytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    throw SetupError("Couldn't map " + std::to_string(bytes()) + " bytes of I/O buffers: " + errno_text(errno));
+  base_ = static_cast<uint8_t*>(p);
+  // Touch every page now: mmap is page aligned (O_DIRECT needs at most that)
+  // and the pages are real before anything is timed.
+  std::memset(base_, 0, bytes());
+}
+
+SlotBuffers::~SlotBuffers() {
+  if (base_) ::munmap(base_, bytes());
+}
+
+unsigned ring_entries(uint32_t qd) {
+  unsigned e = 2;
+  while (e < qd + 1) e *= 2;
+  return e;
+}
+
+namespace {
+
+// The submitter's CPU: the one given, else the one we run on now.
+int choose_cpu(int asked) {
+  if (asked >= 0) return asked;
+  const int c = sched_getcpu();
+  return c >= 0 ? c : 0;
+}
+
+int other_cpu(int cpu, const std::vector<int>& allowed) {
+  for (int c : allowed)
+    if (c != cpu) return c;
+  return -1;
+}
+
+}  // namespace
+
+Engine::Engine(const EngineOptions& opt)
+    : ring_(ring_entries(opt.qd), opt.taskrun), buffers_(opt.qd, opt.max_slot_bytes), free_slots_(opt.qd), slot_block_(opt.qd) {
+  if (const std::string e = ring_.register_ring_fd(); !e.empty()) notes_.push_back(e + " (io_uring_enter looks the ring fd up each call)");
+
+  if (opt.fixed_buffers) {
+    // One registered buffer spanning every slot; requests point inside it (buf_index 0).
+    const iovec iov{buffers_.base(), buffers_.bytes()};
+    if (const std::string e = ring_.register_buffers({&iov, 1}); e.empty())
+      fixed_buffers_ = true;
+    else
+      notes_.push_back(e + "; using plain buffers");
+  }
+  fixed_files_ = opt.fixed_files;
+
+  if (opt.placement != Placement::none) {
+    submitter_cpu_ = choose_cpu(opt.cpu);
+    if (opt.placement == Placement::same_cpu) {
+      // SCHED_BATCH (same weight as SCHED_OTHER, no wakeup preemption), set
+      // before the ring makes any io-wq worker, which inherits it. Each
+      // worker completion wakes the waiting submitter; with wakeup
+      // preemption the woken submitter would preempt the worker on their
+      // shared CPU after every request, find its batch incomplete and sleep
+      // again: two context switches per request. Without it the worker
+      // finishes the batch first and the submitter runs once per batch.
+      sched_param sp{};
+      if (sched_setscheduler(0, SCHED_BATCH, &sp) == 0) batch_policy_ = true;
+      else notes_.push_back("Couldn't set SCHED_BATCH: " + errno_text(errno));
+    }
+    const std::vector<int> allowed = topo::allowed_cpus();  // before pinning narrows it
+    if (const std::string e = topo::pin_current_thread(submitter_cpu_); !e.empty()) throw SetupError(e);
+    const int wcpu = opt.placement == Placement::same_cpu ? submitter_cpu_ : other_cpu(submitter_cpu_, allowed);
+    if (wcpu < 0) {
+      notes_.push_back("--placement split needs two CPUs; workers left unbound");
+    } else {
+      worker_cpus_ = {wcpu};
+      if (const std::string e = ring_.set_worker_cpus(worker_cpus_); !e.empty()) {
+        notes_.push_back(e);
+        worker_cpus_.clear();
+      }
+    }
+  }
+}
+
+Engine::~Engine() { detach(); }
+
+void Engine::attach(int fd) {
+  detach();
+  fd_ = fd;
+  if (fixed_files_) {
+    const int fds[1] = {fd};
+    if (const std::string e = ring_.register_files(fds); e.empty()) {
+      files_registered_ = true;
+    } else {
+      notes_.push_back(e + "; using the plain fd");
+      fixed_files_ = false;
+    }
+  }
+}
+
+void Engine::detach() {
+  if (files_registered_) io_uring_unregister_files(ring_.get());
+  files_registered_ = false;
+  fd_ = -1;
+}
+
+namespace {
+
+// What every request of a phase shares, built once: the hot loop patches
+// only address, offset and user_data.
+struct SqeTemplate {
+  uint8_t opcode;
+  uint8_t flags;
+  int fd;
+};
+
+struct LoopState {
+  io_uring* ring;
+  SqeTemplate tmpl;
+  const SlotBuffers* buffers;
+  uint32_t* free_slots;
+  uint64_t* slot_block;
+};
+
+// The closing fsync of a write phase (inside its timed span). io_uring
+// always runs fsync in an io-wq worker.
+void fsync_file(const LoopState& s, PhaseResult& r) {
+  io_uring* ring = s.ring;
+  const uint64_t t = now_ns();
+  io_uring_sqe* sqe = io_uring_get_sqe(ring);
+  io_uring_prep_fsync(sqe, s.tmpl.fd, 0);  // a full fsync, as dd conv=fsync does
+  sqe->flags = s.tmpl.flags & IOSQE_FIXED_FILE;
+  sqe->user_data = ~0ull;
+  ++r.submitted;
+  int rc;
+  do {
+    rc = io_uring_submit_and_wait(ring, 1);
+    ++r.enters;
+  } while (rc == -EINTR);
+  io_uring_cqe* cqe = nullptr;
+  if (rc >= 0 && io_uring_peek_cqe(ring, &cqe) == 0 && cqe) {
+    if (cqe->res < 0) r.error = -cqe->res;
+    io_uring_cqe_seen(ring, cqe);
+  } else if (rc < 0) {
+    r.error = -rc;
+  }
+  r.fsync_ns = now_ns() - t;
+}
+
+// The per-block loop. kWrite/kVerify are fixed per phase, so the loop body
+// carries no option tests.
+template <bool kWrite, bool kVerify>
+PhaseResult run_blocks(const LoopState& s, const PhasePlan& plan, std::atomic<uint64_t>& blocks_done,
+                       const std::atomic<bool>& stop) {
+  PhaseResult r;
+  io_uring* ring = s.ring;
+  const uint64_t bs = plan.block_bytes;
+  const uint32_t bs32 = static_cast<uint32_t>(bs);
+  uint32_t nfree = plan.qd;
+  for (uint32_t i = 0; i < plan.qd; ++i) s.free_slots[i] = plan.qd - 1 - i;
+  uint64_t next = 0;
+  uint32_t inflight = 0;
+  bool halt = false;  // error or stop: queue nothing more, drain what is in flight
+
+  r.start_ns = now_ns();
+  while (inflight || (!halt && next < plan.blocks)) {
+    while (!halt && nfree && next < plan.blocks) {
+      const uint32_t slot = s.free_slots[--nfree];
+      // Without --verify the bytes do not matter: every request shares slot
+      // 0's buffer (as dd's one buffer), which stays in the CPU cache; with
+      // it each request has its own slot to fill or check.
+      uint8_t* buf = s.buffers->slot(kVerify ? slot : 0);
+      const uint64_t off = next * bs;
+      if constexpr (kWrite && kVerify) fill_block(buf, bs, off, plan.seed);
+      io_uring_sqe* sqe = io_uring_get_sqe(ring);  // ring entries > qd: never null here
+      io_uring_prep_rw(s.tmpl.opcode, sqe, s.tmpl.fd, buf, bs32, off);
+      sqe->flags = s.tmpl.flags;
+      sqe->user_data = slot;
+      s.slot_block[slot] = next;
+      ++next;
+      ++r.submitted;
+      ++inflight;
+    }
+    const unsigned want = halt ? inflight : std::min(inflight, plan.wait_batch);
+    const int rc = io_uring_submit_and_wait(ring, want);
+    ++r.enters;
+    if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+      // The ring itself failed: nothing in flight can be trusted to complete.
+      r.error = -rc;
+      break;
+    }
+    unsigned head, seen = 0;
+    io_uring_cqe* cqe;
+    io_uring_for_each_cqe(ring, head, cqe) {
+      const auto slot = static_cast<uint32_t>(cqe->user_data);
+      const int res = cqe->res;
+      if (res == static_cast<int>(bs32)) {
+        ++r.blocks_ok;
+        r.bytes_ok += bs;
+        if constexpr (!kWrite && kVerify) {
+          const uint64_t off = s.slot_block[slot] * bs;
+          const BlockCheck c = check_block(s.buffers->slot(slot), bs, off, plan.seed);
+          if (!c) {
+            if (r.verify_failures++ == 0) {
+              r.first_bad = c;
+              r.first_bad_offset = off;
+            }
+          }
+        }
+      } else if (!r.error) {
+        r.error = res < 0 ? -res : (kWrite ? ENOSPC : EIO);
+        if (res >= 0) r.short_bytes = res;
+        r.error_offset = s.slot_block[slot] * bs;
+        halt = true;
+      }
+      s.free_slots[nfree++] = slot;
+      ++seen;
+    }
+    io_uring_cq_advance(ring, seen);
+    inflight -= seen;
+    blocks_done.store(r.blocks_ok, std::memory_order_relaxed);  // read by the progress thread only
+    if (stop.load(std::memory_order_relaxed)) {
+      r.stopped = true;
+      halt = true;
+    }
+  }
+
+  if constexpr (kWrite) {
+    if (plan.fsync && !halt && !r.error) fsync_file(s, r);
+  }
+  r.end_ns = now_ns();
+  return r;
+}
+
+
+}  // namespace
+
+PhaseResult Engine::run(const PhasePlan& plan, std::atomic<uint64_t>& blocks_done, const std::atomic<bool>& stop) {
+  if (plan.qd > buffers_.slots() || plan.block_bytes > buffers_.slot_bytes())
+    throw SetupError("internal: phase plan exceeds the engine's buffers");
+  LoopState s{};
+  s.ring = ring_.get();
+  s.buffers = &buffers_;
+  s.free_slots = free_slots_.data();
+  s.slot_block = slot_block_.data();
+  s.tmpl.fd = files_registered_ ? 0 : fd_;
+  s.tmpl.flags = files_registered_ ? IOSQE_FIXED_FILE : 0;
+  if (plan.write)
+    s.tmpl.opcode = fixed_buffers_ ? IORING_OP_WRITE_FIXED : IORING_OP_WRITE;
+  else
+    s.tmpl.opcode = fixed_buffers_ ? IORING_OP_READ_FIXED : IORING_OP_READ;
+
+  if (plan.write && !plan.verify) {
+    // Content without --verify: one pseudo-random block in the shared slot 0, written once here.
+    fill_block(buffers_.slot(0), plan.block_bytes, 0, plan.seed);
+  }
+  blocks_done.store(0, std::memory_order_relaxed);
+  if (plan.write) return plan.verify ? run_blocks<true, true>(s, plan, blocks_done, stop) : run_blocks<true, false>(s, plan, blocks_done, stop);
+  return plan.verify ? run_blocks<false, true>(s, plan, blocks_done, stop) : run_blocks<false, false>(s, plan, blocks_done, stop);
+}
+
+}  // namespace rateline::blocktest

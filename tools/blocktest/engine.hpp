@@ -1,0 +1,130 @@
+// The block engine: one io_uring (drivers/uring), qd buffer slots, one file
+// at a time, and the per-block loop.
+//
+// Per block exactly one READ/WRITE(_FIXED) request of block_bytes at
+// block_index * block_bytes: blocks are never merged or vectored. Requests
+// are queued into every free slot, then one io_uring_enter both submits the
+// batch and waits for `wait_batch` completions; completions are reaped in
+// bulk and their slots refilled. The loop (run_blocks in engine.cpp) reads
+// only the PhasePlan, never allocates, locks or logs; it publishes progress
+// with one relaxed store per batch.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "pattern.hpp"
+#include "uring/uring.hpp"
+
+namespace rateline::blocktest {
+
+// qd page-aligned slots of slot_bytes, mapped and touched once at setup so
+// no page fault (on this VM: a fault into host memory) lands in a timed span.
+class SlotBuffers {
+ public:
+  SlotBuffers(uint32_t slots, uint64_t slot_bytes);
+  ~SlotBuffers();
+  SlotBuffers(const SlotBuffers&) = delete;
+  SlotBuffers& operator=(const SlotBuffers&) = delete;
+
+  uint8_t* slot(uint32_t i) const { return base_ + uint64_t{i} * slot_bytes_; }
+  uint8_t* base() const { return base_; }
+  uint64_t slot_bytes() const { return slot_bytes_; }
+  uint32_t slots() const { return slots_; }
+  uint64_t bytes() const { return uint64_t{slots_} * slot_bytes_; }
+
+ private:
+  uint8_t* base_ = nullptr;
+  uint32_t slots_ = 0;
+  uint64_t slot_bytes_ = 0;
+};
+
+struct EngineOptions {
+  uint32_t qd = 32;
+  uint32_t wait_batch = 0;      // completions to wait for per io_uring_enter; 0 = qd (the whole batch)
+  uint64_t max_slot_bytes = 0;  // largest block, rounded up to a page
+  bool fixed_files = true;
+  bool fixed_buffers = true;
+  Placement placement = Placement::same_cpu;
+  int cpu = -1;                 // -1: the CPU this thread runs on now
+  drivers::Uring::TaskRun taskrun = drivers::Uring::TaskRun::defer;
+};
+
+// Everything the per-block loop reads, by value.
+struct PhasePlan {
+  bool write = true;
+  bool verify = false;
+  bool fsync = false;           // after the last block, inside the timed span
+  uint64_t block_bytes = 0;
+  uint64_t blocks = 0;
+  uint64_t seed = 0;            // verify pattern seed
+  uint32_t qd = 1;
+  uint32_t wait_batch = 1;
+};
+
+struct PhaseResult {
+  uint64_t blocks_ok = 0;
+  uint64_t bytes_ok = 0;
+  uint64_t submitted = 0;       // requests issued (>= blocks_ok when some failed)
+  uint64_t start_ns = 0;        // first submission
+  uint64_t end_ns = 0;          // last completion (the fsync's, with fsync)
+  uint64_t fsync_ns = 0;        // of which the fsync
+  uint64_t enters = 0;          // io_uring_enter calls in the span
+  int error = 0;                // errno of the first failed request, 0 = none
+  uint64_t error_offset = 0;    // its file offset
+  int64_t short_bytes = -1;     // a short transfer: what it moved (error is then ENOSPC for writes, EIO for reads)
+  bool stopped = false;         // Ctrl-C / SIGTERM
+  uint64_t verify_failures = 0;
+  uint64_t first_bad_offset = 0;  // file offset of the first failing block
+  BlockCheck first_bad{};
+  double seconds() const { return end_ns > start_ns ? static_cast<double>(end_ns - start_ns) / 1e9 : 0.0; }
+};
+
+class Engine {
+ public:
+  explicit Engine(const EngineOptions& opt);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Uses fd for the following phases (registered when fixed files are on).
+  void attach(int fd);
+  void detach();
+
+  PhaseResult run(const PhasePlan& plan, std::atomic<uint64_t>& blocks_done, const std::atomic<bool>& stop);
+
+  // For the report: what setup got, and what it could not get.
+  const std::string& ring_mode() const { return ring_.mode(); }
+  bool fixed_files() const { return fixed_files_; }
+  bool fixed_buffers() const { return fixed_buffers_; }
+  int submitter_cpu() const { return submitter_cpu_; }
+  bool batch_policy() const { return batch_policy_; }  // SCHED_BATCH on the submitter (and its workers)
+  const std::vector<int>& worker_cpus() const { return worker_cpus_; }
+  const std::vector<std::string>& notes() const { return notes_; }
+  const SlotBuffers& buffers() const { return buffers_; }
+
+ private:
+  drivers::Uring ring_;
+  SlotBuffers buffers_;
+  std::vector<uint32_t> free_slots_;
+  std::vector<uint64_t> slot_block_;
+  int fd_ = -1;
+  bool fixed_files_ = false;
+  bool fixed_buffers_ = false;
+  bool files_registered_ = false;
+  int submitter_cpu_ = -1;
+  bool batch_policy_ = false;
+  std::vector<int> worker_cpus_;
+  std::vector<std::string> notes_;
+};
+
+// The ring size for qd requests (a power of two, the fsync fits too).
+unsigned ring_entries(uint32_t qd);
+
+}  // namespace rateline::blocktest

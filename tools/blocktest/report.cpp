@@ -1,0 +1,381 @@
+#include "report.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace rateline::blocktest {
+namespace {
+
+constexpr int kCol = 14;    // a MiB/s column: "  1371.4 MiB/s"
+constexpr int kRatio = 7;   // "x1.23"
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string pad(const std::string& s, int w) {
+  return static_cast<int>(s.size()) >= w ? s + " " : s + std::string(static_cast<size_t>(w) - s.size(), ' ');
+}
+
+const PhaseOutcome& phase(const SizeOutcome& s, bool write) { return write ? s.write : s.read; }
+
+// What a cell shows when there is no rate.
+std::string cell_word(const PhaseOutcome& p) {
+  switch (p.status) {
+    case Status::not_applicable: return "n/a";
+    case Status::unsupported: return "unsupported";
+    case Status::not_run: return "not run";
+    case Status::failed: return p.error ? std::string(p.error == ENOSPC ? "ENOSPC" : p.error == EIO ? "EIO" : "error") : "error";
+    default: return "-";
+  }
+}
+
+std::string rate_cell(const PhaseOutcome& p) {
+  if (!p.has_rate()) return cell_word(p);
+  std::string s = mib_text(p.mib_s());
+  if (p.status == Status::partial) s += "*";
+  if (p.verify_failures) s += "!";
+  return s;
+}
+
+std::string json_escape_csv(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"') o += '"';
+    o += c == '\n' ? ' ' : c;
+  }
+  return o + "\"";
+}
+
+std::string xml(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '&': o += "&amp;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+std::vector<uint64_t> all_sizes(const std::vector<FsOutcome>& fss) {
+  std::vector<uint64_t> v;
+  for (const FsOutcome& f : fss)
+    for (const SizeOutcome& s : f.sizes) v.push_back(s.plan.block_bytes);
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+const SizeOutcome* find_size(const FsOutcome& f, uint64_t bs) {
+  for (const SizeOutcome& s : f.sizes)
+    if (s.plan.block_bytes == bs) return &s;
+  return nullptr;
+}
+
+PhaseOutcome unsupported_phase(const FsOutcome& f) {
+  PhaseOutcome p;
+  p.status = f.supported ? Status::not_run : Status::unsupported;
+  return p;
+}
+
+}  // namespace
+
+const char* status_name(Status s) {
+  switch (s) {
+    case Status::not_run: return "not_run";
+    case Status::ok: return "ok";
+    case Status::partial: return "partial";
+    case Status::not_applicable: return "not_applicable";
+    case Status::unsupported: return "unsupported";
+    case Status::failed: return "failed";
+  }
+  return "?";
+}
+
+std::string mib_text(double v) { return fmt(v >= 100000 ? "%8.0f MiB/s" : "%8.1f MiB/s", v); }
+
+std::string result_table(const std::vector<FsOutcome>& fss, bool write, const RunDescription& run, bool with_dd) {
+  const int per_fs = kCol + (with_dd ? kCol + kRatio : 0);
+  const int width = 8 + per_fs * static_cast<int>(fss.size());
+  std::string o;
+  o += std::string("blocktest disk ") + (write ? "write" : "read") + " results (" + run.mode + ", qd " +
+       std::to_string(run.qd) + ", " + run.totals + (write ? std::string(run.fsync ? ", fsync counted" : ", no fsync") +
+       (run.prealloc ? ", preallocated" : ", allocated while timed") : ", " + run.cache_policy) + ")\n";
+  o += std::string(static_cast<size_t>(width), '-') + "\n";
+  o += pad("block", 8) + "filesystem type\n";
+  o += pad("size", 8) + std::string(static_cast<size_t>(width - 8), '-') + "\n";
+  o += pad("(bytes)", 8);
+  for (const FsOutcome& f : fss) {
+    o += pad(f.name, kCol);
+    if (with_dd) o += pad("dd", kCol) + pad("x dd", kRatio);
+  }
+  o += "\n";
+  bool any_partial = false, any_bad = false;
+  for (uint64_t bs : all_sizes(fss)) {
+    o += pad(size_label(bs), 8);
+    for (const FsOutcome& f : fss) {
+      const SizeOutcome* s = find_size(f, bs);
+      const PhaseOutcome p = s ? phase(*s, write) : unsupported_phase(f);
+      any_partial |= p.status == Status::partial;
+      any_bad |= p.verify_failures > 0;
+      o += pad(rate_cell(p), kCol);
+      if (with_dd) {
+        if (p.dd_ran && p.dd_mib_s > 0) {
+          o += pad(mib_text(p.dd_mib_s), kCol);
+          o += pad(p.has_rate() ? fmt("x%.2f", p.mib_s() / p.dd_mib_s) : "-", kRatio);
+        } else {
+          o += pad(p.dd_note.empty() ? "-" : "dd failed", kCol) + pad("-", kRatio);
+        }
+      }
+    }
+    o += "\n";
+  }
+  if (any_partial) o += "* partial: the size stopped part way (see below); the rate covers what completed\n";
+  if (any_bad) o += "! verify failures in this size (see below)\n";
+  return o;
+}
+
+std::string worker_table(const std::vector<FsOutcome>& fss, bool exact) {
+  std::string o = exact ? "requests served by io-wq workers (punted / all, counted by tracepoint), write | read\n"
+                        : "io-wq worker (iou-wrk) CPU seconds per size, write | read (punts not countable here)\n";
+  o += pad("(bytes)", 8);
+  for (const FsOutcome& f : fss) o += pad(f.name, kCol + 4);
+  o += "\n";
+  auto share = [&](const PhaseOutcome& p) -> std::string {
+    if (!p.has_rate()) return "-";
+    if (exact) {
+      const uint64_t reqs = p.requests;
+      return reqs ? fmt("%.0f%%", 100.0 * static_cast<double>(p.workers.punts) / static_cast<double>(reqs)) : "-";
+    }
+    return fmt("%.2fs", static_cast<double>(p.workers.worker_cpu_ns) / 1e9);
+  };
+  for (uint64_t bs : all_sizes(fss)) {
+    o += pad(size_label(bs), 8);
+    for (const FsOutcome& f : fss) {
+      const SizeOutcome* s = find_size(f, bs);
+      o += pad(s ? share(s->write) + " | " + share(s->read) : std::string("-"), kCol + 4);
+    }
+    o += "\n";
+  }
+  return o;
+}
+
+std::string problem_lines(const std::vector<FsOutcome>& fss) {
+  std::string o;
+  for (const FsOutcome& f : fss) {
+    if (!f.supported) {
+      o += f.name + ": unsupported: " + f.reason + "\n";
+      continue;
+    }
+    // Sizes that could not run, grouped by reason: "ext4: n/a at 8, 16: below the 512 B O_DIRECT alignment".
+    std::vector<std::pair<std::string, std::string>> na;  // reason, sizes
+    for (const SizeOutcome& s : f.sizes) {
+      if (s.write.status != Status::not_applicable) continue;
+      auto it = std::find_if(na.begin(), na.end(), [&](const auto& r) { return r.first == s.write.note; });
+      if (it == na.end()) na.emplace_back(s.write.note, size_label(s.plan.block_bytes));
+      else it->second += ", " + size_label(s.plan.block_bytes);
+    }
+    for (const auto& [reason, sizes] : na) o += f.name + ": n/a at " + sizes + ": " + reason + "\n";
+    for (const SizeOutcome& s : f.sizes) {
+      for (bool w : {true, false}) {
+        const PhaseOutcome& p = phase(s, w);
+        const std::string where = f.name + " " + size_label(s.plan.block_bytes) + " B " + (w ? "write" : "read");
+        if (p.status == Status::partial || p.status == Status::failed)
+          o += where + ": " + p.note + "\n";
+        if (p.verify_failures) o += where + ": VERIFY FAILED: " + p.verify_note + "\n";
+        if (!p.dd_note.empty()) o += where + ": dd: " + p.dd_note + "\n";
+      }
+    }
+  }
+  return o;
+}
+
+std::string detail_line(const std::string& fs, const SizeOutcome& s, bool write) {
+  const PhaseOutcome& p = phase(s, write);
+  char buf[512];
+  const WorkerUsage& w = p.workers;
+  std::snprintf(buf, sizeof buf,
+                "%-6s %6s B %-5s %s in %.3f s: %llu I/Os, %llu enters%s, punts %s, iou-wrk %u thr %.3f s cpu "
+                "(%.3f s runnable), submitter %.3f s cpu (%.3f s runnable) %llu sleeps",
+                fs.c_str(), size_label(s.plan.block_bytes).c_str(), write ? "write" : "read", mib_text(p.mib_s()).c_str(),
+                p.seconds, static_cast<unsigned long long>(p.blocks), static_cast<unsigned long long>(p.enters),
+                p.fsync_seconds > 0 ? fmt(", fsync %.3f s", p.fsync_seconds).c_str() : "",
+                w.have_punts ? std::to_string(w.punts).c_str() : "n/a", w.workers, static_cast<double>(w.worker_cpu_ns) / 1e9,
+                static_cast<double>(w.worker_wait_ns) / 1e9, static_cast<double>(w.self_cpu_ns) / 1e9,
+                static_cast<double>(w.self_wait_ns) / 1e9, static_cast<unsigned long long>(w.self_switches));
+  std::string line = buf;
+  if (!write && !p.cache.empty()) line += "; cache: " + p.cache;
+  if (p.dd_ran) line += fmt("; dd %.1f MiB/s", p.dd_mib_s);
+  return line;
+}
+
+std::string csv(const std::vector<FsOutcome>& fss, const RunDescription& run) {
+  std::string o =
+      "fs,mode,qd,block_bytes,phase,status,bytes,blocks,requests,seconds,mib_s,fsync_s,enters,punts,workers,worker_cpu_s,"
+      "worker_wait_s,submitter_cpu_s,submitter_sleeps,verify_failures,dd_mib_s,ratio_vs_dd,cache,note\n";
+  for (const FsOutcome& f : fss) {
+    std::vector<SizeOutcome> rows = f.sizes;
+    if (!f.supported && rows.empty()) {
+      SizeOutcome u;
+      u.write.status = u.read.status = Status::unsupported;
+      u.write.note = u.read.note = f.reason;
+      rows.push_back(u);
+    }
+    for (const SizeOutcome& s : rows) {
+      for (bool w : {true, false}) {
+        const PhaseOutcome& p = phase(s, w);
+        const WorkerUsage& u = p.workers;
+        o += json_escape_csv(f.name) + "," + json_escape_csv(run.mode) + "," + std::to_string(run.qd) + "," +
+             std::to_string(s.plan.block_bytes) + "," + (w ? "write" : "read") + "," + status_name(p.status) + "," +
+             std::to_string(p.bytes) + "," + std::to_string(p.blocks) + "," + std::to_string(p.requests) + "," + fmt("%.6f", p.seconds) + "," +
+             (p.has_rate() ? fmt("%.3f", p.mib_s()) : "") + "," + fmt("%.6f", p.fsync_seconds) + "," +
+             std::to_string(p.enters) + "," + (u.have_punts ? std::to_string(u.punts) : "") + "," +
+             std::to_string(u.workers) + "," + fmt("%.6f", static_cast<double>(u.worker_cpu_ns) / 1e9) + "," +
+             fmt("%.6f", static_cast<double>(u.worker_wait_ns) / 1e9) + "," +
+             fmt("%.6f", static_cast<double>(u.self_cpu_ns) / 1e9) + "," + std::to_string(u.self_switches) + "," +
+             std::to_string(p.verify_failures) + "," + (p.dd_ran ? fmt("%.3f", p.dd_mib_s) : "") + "," +
+             (p.dd_ran && p.dd_mib_s > 0 && p.has_rate() ? fmt("%.4f", p.mib_s() / p.dd_mib_s) : "") + "," +
+             json_escape_csv(p.cache) + "," + json_escape_csv(p.note.empty() ? f.reason : p.note) + "\n";
+      }
+    }
+  }
+  return o;
+}
+
+nlohmann::json phase_record(const std::string& fs, const SizeOutcome& s, bool write) {
+  const PhaseOutcome& p = phase(s, write);
+  const WorkerUsage& u = p.workers;
+  nlohmann::json j = {{"type", "result"}, {"tool", "blocktest"}, {"fs", fs}, {"block_bytes", s.plan.block_bytes},
+                      {"phase", write ? "write" : "read"}, {"status", status_name(p.status)}, {"bytes", p.bytes},
+                      {"blocks", p.blocks}, {"planned_blocks", s.plan.blocks}, {"requests", p.requests}, {"seconds", p.seconds},
+                      {"mib_s", p.has_rate() ? nlohmann::json(p.mib_s()) : nlohmann::json(nullptr)},
+                      {"fsync_s", p.fsync_seconds}, {"enters", p.enters},
+                      {"punts", u.have_punts ? nlohmann::json(u.punts) : nlohmann::json(nullptr)},
+                      {"iou_wrk_threads", u.workers}, {"worker_cpu_s", static_cast<double>(u.worker_cpu_ns) / 1e9},
+                      {"worker_runnable_s", static_cast<double>(u.worker_wait_ns) / 1e9},
+                      {"submitter_cpu_s", static_cast<double>(u.self_cpu_ns) / 1e9},
+                      {"submitter_runnable_s", static_cast<double>(u.self_wait_ns) / 1e9},
+                      {"submitter_sleeps", u.self_switches}, {"verify_failures", p.verify_failures},
+                      {"note", p.note}};
+  if (!write) j["cache"] = p.cache;
+  if (p.error) j["errno"] = p.error;
+  if (!p.verify_note.empty()) j["verify_note"] = p.verify_note;
+  if (p.dd_ran || !p.dd_note.empty()) {
+    j["dd_mib_s"] = p.dd_ran ? nlohmann::json(p.dd_mib_s) : nlohmann::json(nullptr);
+    j["ratio_vs_dd"] = p.dd_ran && p.dd_mib_s > 0 && p.has_rate() ? nlohmann::json(p.mib_s() / p.dd_mib_s) : nlohmann::json(nullptr);
+    if (!p.dd_note.empty()) j["dd_note"] = p.dd_note;
+  }
+  return j;
+}
+
+nlohmann::json run_record(const RunDescription& r) {
+  return {{"type", "start"}, {"tool", "blocktest"}, {"mode", r.mode}, {"qd", r.qd}, {"wait_batch", r.wait_batch},
+          {"totals", r.totals}, {"fsync", r.fsync}, {"prealloc", r.prealloc}, {"verify", r.verify},
+          {"cache_policy", r.cache_policy}, {"placement", r.placement}, {"ring", r.ring},
+          {"punt_method", r.punt_method}, {"notes", r.notes}};
+}
+
+std::string svg_plot(const std::vector<FsOutcome>& fss, const std::string& title) {
+  const double W = 920, H = 560, L = 80, R = 190, T = 56, B = 64;
+  const double pw = W - L - R, ph = H - T - B;
+  const std::vector<uint64_t> sizes = all_sizes(fss);
+  double lo = 1e300, hi = 0;
+  for (const FsOutcome& f : fss)
+    for (const SizeOutcome& s : f.sizes)
+      for (bool w : {true, false})
+        if (phase(s, w).has_rate()) {
+          lo = std::min(lo, phase(s, w).mib_s());
+          hi = std::max(hi, phase(s, w).mib_s());
+        }
+  std::string o;
+  auto add = [&](const std::string& s) { o += s; o += "\n"; };
+  add("<?xml version=\"1.0\" encoding=\"UTF-8\"?>");
+  add("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", W) + "\" height=\"" + fmt("%.0f", H) +
+      "\" viewBox=\"0 0 " + fmt("%.0f", W) + " " + fmt("%.0f", H) + "\" font-family=\"sans-serif\" font-size=\"12\">");
+  add("<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"white\"/>");
+  add("<text x=\"" + fmt("%.0f", L) + "\" y=\"24\" font-size=\"16\" font-weight=\"bold\">" + xml(title) + "</text>");
+  add("<text x=\"" + fmt("%.0f", L) + "\" y=\"42\" fill=\"#555\">MiB/s against block size; both axes logarithmic; "
+      "solid = write, dashed = read</text>");
+  if (sizes.empty() || hi <= 0) {
+    add("<text x=\"" + fmt("%.0f", L + pw / 2) + "\" y=\"" + fmt("%.0f", T + ph / 2) + "\" text-anchor=\"middle\">no results</text>");
+    add("</svg>");
+    return o;
+  }
+  const double xmin = std::log2(static_cast<double>(sizes.front())), xmax = std::log2(static_cast<double>(sizes.back()));
+  const double ymin = std::floor(std::log10(lo)), ymax = std::max(ymin + 1, std::ceil(std::log10(hi)));
+  auto X = [&](uint64_t bs) {
+    return xmax > xmin ? L + (std::log2(static_cast<double>(bs)) - xmin) / (xmax - xmin) * pw : L + pw / 2;
+  };
+  auto Y = [&](double v) { return T + ph - (std::log10(v) - ymin) / (ymax - ymin) * ph; };
+
+  // Grid and axes.
+  add("<g stroke=\"#ddd\" stroke-width=\"1\">");
+  for (uint64_t bs : sizes) add("<line x1=\"" + fmt("%.1f", X(bs)) + "\" y1=\"" + fmt("%.1f", T) + "\" x2=\"" + fmt("%.1f", X(bs)) + "\" y2=\"" + fmt("%.1f", T + ph) + "\"/>");
+  for (double d = ymin; d <= ymax; d += 1)
+    for (double m : {1.0, 2.0, 5.0}) {
+      const double v = m * std::pow(10.0, d);
+      if (std::log10(v) > ymax + 1e-9) continue;
+      add("<line x1=\"" + fmt("%.1f", L) + "\" y1=\"" + fmt("%.1f", Y(v)) + "\" x2=\"" + fmt("%.1f", L + pw) + "\" y2=\"" +
+          fmt("%.1f", Y(v)) + "\"" + (m == 1.0 ? " stroke=\"#bbb\"" : "") + "/>");
+    }
+  add("</g>");
+  add("<rect x=\"" + fmt("%.1f", L) + "\" y=\"" + fmt("%.1f", T) + "\" width=\"" + fmt("%.1f", pw) + "\" height=\"" + fmt("%.1f", ph) + "\" fill=\"none\" stroke=\"#333\"/>");
+  for (uint64_t bs : sizes)
+    add("<text x=\"" + fmt("%.1f", X(bs)) + "\" y=\"" + fmt("%.1f", T + ph + 18) + "\" text-anchor=\"middle\">" + size_label(bs) + "</text>");
+  for (double d = ymin; d <= ymax; d += 1) {
+    const double v = std::pow(10.0, d);
+    add("<text x=\"" + fmt("%.1f", L - 8) + "\" y=\"" + fmt("%.1f", Y(v) + 4) + "\" text-anchor=\"end\">" +
+        (v >= 1 ? fmt("%.0f", v) : fmt("%g", v)) + "</text>");
+  }
+  add("<text x=\"" + fmt("%.1f", L + pw / 2) + "\" y=\"" + fmt("%.1f", H - 18) + "\" text-anchor=\"middle\">block size (bytes)</text>");
+  add("<text transform=\"translate(22," + fmt("%.1f", T + ph / 2) + ") rotate(-90)\" text-anchor=\"middle\">MiB/s</text>");
+
+  static const char* colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+  int idx = 0;
+  double ly = T + 10;
+  for (const FsOutcome& f : fss) {
+    const char* c = colours[idx++ % 8];
+    for (bool w : {true, false}) {
+      // Consecutive sizes with a rate form one polyline; a gap (n/a, error) breaks it.
+      std::vector<std::string> runs(1);
+      std::string marks;
+      for (const SizeOutcome& s : f.sizes) {
+        const PhaseOutcome& p = phase(s, w);
+        if (!p.has_rate()) {
+          if (!runs.back().empty()) runs.emplace_back();
+          continue;
+        }
+        const std::string pt = fmt("%.1f", X(s.plan.block_bytes)) + "," + fmt("%.1f", Y(p.mib_s()));
+        runs.back() += pt + " ";
+        marks += w ? "<circle cx=\"" + fmt("%.1f", X(s.plan.block_bytes)) + "\" cy=\"" + fmt("%.1f", Y(p.mib_s())) + "\" r=\"3\" fill=\"" + c + "\"/>"
+                   : "<rect x=\"" + fmt("%.1f", X(s.plan.block_bytes) - 3) + "\" y=\"" + fmt("%.1f", Y(p.mib_s()) - 3) + "\" width=\"6\" height=\"6\" fill=\"white\" stroke=\"" + c + "\"/>";
+        marks += "\n";
+      }
+      for (const std::string& r : runs)
+        if (!r.empty())
+          add(std::string("<polyline fill=\"none\" stroke=\"") + c + "\" stroke-width=\"2\"" + (w ? "" : " stroke-dasharray=\"6,4\"") + " points=\"" + r + "\"/>");
+      o += marks;
+    }
+    const double lx = L + pw + 16;
+    add(std::string("<line x1=\"") + fmt("%.1f", lx) + "\" y1=\"" + fmt("%.1f", ly) + "\" x2=\"" + fmt("%.1f", lx + 26) + "\" y2=\"" + fmt("%.1f", ly) + "\" stroke=\"" + c + "\" stroke-width=\"2\"/>");
+    add("<text x=\"" + fmt("%.1f", lx + 32) + "\" y=\"" + fmt("%.1f", ly + 4) + "\">" + xml(f.name) + " write" + (f.supported ? "" : " (unsupported)") + "</text>");
+    ly += 18;
+    add(std::string("<line x1=\"") + fmt("%.1f", lx) + "\" y1=\"" + fmt("%.1f", ly) + "\" x2=\"" + fmt("%.1f", lx + 26) + "\" y2=\"" + fmt("%.1f", ly) + "\" stroke=\"" + c + "\" stroke-width=\"2\" stroke-dasharray=\"6,4\"/>");
+    add("<text x=\"" + fmt("%.1f", lx + 32) + "\" y=\"" + fmt("%.1f", ly + 4) + "\">" + xml(f.name) + " read</text>");
+    ly += 24;
+  }
+  add("</svg>");
+  return o;
+}
+
+}  // namespace rateline::blocktest
