@@ -16,6 +16,15 @@ std::string uring_why_not() {
 #endif
 }
 
+// Why auto leaves DPDK out: it needs a port of its own.
+std::string dpdk_why_not_auto() {
+#if RATELINE_HAVE_DPDK
+  return "it needs a dedicated port: ask for it with --backend dpdk";
+#else
+  return "built without DPDK";
+#endif
+}
+
 std::string afpacket_why_not() {
   const int fd = ::socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
   if (fd >= 0) {
@@ -34,13 +43,15 @@ const char* backend_name(Backend b) {
     case Backend::uring: return "uring";
     case Backend::afpacket: return "afpacket";
     case Backend::afxdp: return "afxdp";
+    case Backend::dpdk: return "dpdk";
+    case Backend::xdp: return "xdp";
   }
   return "?";
 }
 
-std::vector<std::string> backend_choices() { return {"auto", "afxdp", "afpacket", "uring", "socket"}; }
+std::vector<std::string> backend_choices() { return {"auto", "dpdk", "xdp", "afxdp", "afpacket", "uring", "socket"}; }
 
-bool is_raw(Backend b) { return b == Backend::afpacket || b == Backend::afxdp; }
+bool is_raw(Backend b) { return b == Backend::afpacket || b == Backend::afxdp || b == Backend::dpdk || b == Backend::xdp; }
 
 BackendChoice choose_backend(const std::string& requested, Direction dir, bool raw_ok, const std::string& raw_why) {
   BackendChoice c;
@@ -48,6 +59,29 @@ BackendChoice choose_backend(const std::string& requested, Direction dir, bool r
   if (requested == "socket") {
     c.note = "socket (sendmmsg/recvmmsg), as asked";
     return c;
+  }
+  if (requested == "dpdk") {
+#if RATELINE_HAVE_DPDK
+    // The port, not the kernel, decides: DpdkPort says why if it cannot work.
+    c.backend = Backend::dpdk;
+    c.note = "dpdk, as asked";
+    return c;
+#else
+    throw BackendUnavailable("built without DPDK (install libdpdk-dev and configure with -Ddpdk=enabled); "
+                             "--backend afpacket or socket work without it");
+#endif
+  }
+  if (requested == "auto") skipped = "dpdk skipped: " + dpdk_why_not_auto() + "; ";
+  if (requested == "xdp") {
+#if RATELINE_HAVE_XDP
+    if (!raw_ok) throw BackendUnavailable(raw_why + "; --backend socket works without it");
+    // Whether the kernel and driver can do it is only known once the program loads: it says why if not.
+    c.backend = Backend::xdp;
+    c.note = dir == Direction::tx ? "xdp (in-kernel generation), as asked" : "xdp (in-kernel counting), as asked";
+    return c;
+#else
+    throw BackendUnavailable("built without libbpf/clang (XDP); --backend afpacket or socket work without it");
+#endif
   }
   if (requested == "afxdp") {
 #if RATELINE_HAVE_AFXDP
@@ -64,11 +98,11 @@ BackendChoice choose_backend(const std::string& requested, Direction dir, bool r
     std::string why = raw_ok ? afpacket_why_not() : raw_why;
     if (why.empty()) {
       c.backend = Backend::afpacket;
-      c.note = requested == "auto" ? "afpacket (auto: fastest that works here)" : "afpacket, as asked";
+      c.note = requested == "auto" ? "afpacket (auto: " + skipped + "fastest that works here)" : "afpacket, as asked";
       return c;
     }
     if (requested == "afpacket") throw BackendUnavailable(why + "; --backend socket works without it");
-    skipped = "afpacket skipped: " + why + "; ";
+    skipped += "afpacket skipped: " + why + "; ";
   }
   const std::string uring_why = uring_why_not();
   if (uring_why.empty()) {
@@ -88,6 +122,9 @@ AnyTxQueue open_tx_queue(Backend b, const TxQueueConfig& cfg) {
 #if RATELINE_HAVE_AFXDP
     case Backend::afxdp: return std::make_unique<AfXdpTxQueue>(cfg.xsk);
 #endif
+#if RATELINE_HAVE_DPDK
+    case Backend::dpdk: return std::make_unique<DpdkTxQueue>(cfg.dpdk);
+#endif
 #if RATELINE_HAVE_URING
     case Backend::uring: return std::make_unique<UringTxQueue>(cfg.udp);
 #endif
@@ -100,6 +137,9 @@ AnyRxQueue open_rx_queue(Backend b, const RxQueueConfig& cfg) {
     case Backend::afpacket: return std::make_unique<AfPacketRxQueue>(cfg.raw);
 #if RATELINE_HAVE_AFXDP
     case Backend::afxdp: return std::make_unique<AfXdpRxQueue>(cfg.xsk);
+#endif
+#if RATELINE_HAVE_DPDK
+    case Backend::dpdk: return std::make_unique<DpdkRxQueue>(cfg.dpdk);
 #endif
 #if RATELINE_HAVE_URING
     case Backend::uring: return std::make_unique<UringRxQueue>(cfg.udp);

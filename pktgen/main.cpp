@@ -36,6 +36,9 @@ struct Worker {
   std::atomic<bool> done{false};  // set once by the worker as it exits; read by the reporter
   int cpu = -1;
   std::thread thread;
+#if RATELINE_HAVE_XDP
+  drivers::XdpTxProgram* xdp = nullptr;  // --backend xdp: no queue, the kernel runs the loop
+#endif
 };
 
 double rate_to_pps(const pktgen::Config& cfg, const net::FrameSizes& sizes) {
@@ -120,6 +123,33 @@ RawPath resolve_raw_path(const pktgen::Config& cfg, const drivers::SocketAddress
   return r;
 }
 
+#if RATELINE_HAVE_DPDK
+// A DPDK port's raw path: MACs from the port (or the kernel side it rides
+// on), addresses from --dst and --src-ip; anything missing is a setup error.
+RawPath resolve_dpdk_path(const pktgen::Config& cfg, const drivers::SocketAddress& dst, const std::string& local_ip,
+                          const drivers::DpdkPort& port) {
+  RawPath r;
+  r.iface.name = port.name();
+  r.iface.mac = port.mac();
+  r.iface.mtu = port.mtu();
+  if (local_ip.empty())
+    throw SetupError("--backend dpdk: give --src-ip (the kernel has no route towards " + cfg.dst + " to take one from)");
+  auto ip_of = [](const drivers::SocketAddress& a) {
+    return a.is_v6() ? net::IpAddress::v6(reinterpret_cast<const sockaddr_in6*>(&a.storage)->sin6_addr)
+                     : net::IpAddress::v4(reinterpret_cast<const sockaddr_in*>(&a.storage)->sin_addr);
+  };
+  r.endpoints.dst_ip = ip_of(dst);
+  r.endpoints.src_ip = ip_of(drivers::make_address(local_ip, 0));
+  r.endpoints.dst_port = cfg.port;
+  r.endpoints.src_mac = port.mac();
+  std::string why;
+  if (!cfg.dst_mac.empty()) r.endpoints.dst_mac = net::parse_mac(cfg.dst_mac);
+  else if (auto mac = port.peer_mac(why)) r.endpoints.dst_mac = *mac;
+  else throw SetupError(why);
+  return r;
+}
+#endif
+
 template <class Q>
 void run_worker(Worker& w, Q& q) {
   w.result = engine::run_tx(q, w.plan, *w.snapshots, stop_flag());
@@ -137,18 +167,36 @@ int main(int argc, char** argv) {
     if (dst.is_v6() != cfg.ipv6)
       throw SetupError(std::string("--dst ") + cfg.dst + (cfg.ipv6 ? " is not an IPv6 address (drop --ipv6 or give one)" : " is IPv6: add --ipv6"));
     const net::FrameSizes sizes = net::FrameSizes::for_payload(cfg.size, cfg.ipv6);
-    if (const uint32_t mtu = drivers::path_mtu(dst, cfg.device); mtu && sizes.l3 > mtu)
+    // (A DPDK port is no kernel path: DpdkPort checks the port's MTU.)
+    if (const uint32_t mtu = cfg.backend == "dpdk" ? 0 : drivers::path_mtu(dst, cfg.device); mtu && sizes.l3 > mtu)
       throw SetupError("--size " + std::to_string(cfg.size) + " does not fit the path MTU " + std::to_string(mtu) +
                        " towards " + cfg.dst + ": at most " + std::to_string(mtu - (sizes.l3 - cfg.size)) +
                        " bytes of UDP payload");
-    const std::string local_ip = local_address_towards(dst);
+    const std::string local_ip = cfg.src_ip.empty() ? local_address_towards(dst) : cfg.src_ip;
     const std::string device = cfg.device.empty() ? report::device_for_local_address(local_ip) : cfg.device;
-    const report::LinkInfo link = report::link_info(device);
-    const RawPath raw = resolve_raw_path(cfg, dst, local_ip, device, sizes);
+    report::LinkInfo link = report::link_info(device);
+    RawPath raw = resolve_raw_path(cfg, dst, local_ip, device, sizes);
     const drivers::BackendChoice choice =
         drivers::choose_backend(cfg.backend, drivers::Direction::tx, raw.why_not.empty(), raw.why_not);
     const bool raw_backend = drivers::is_raw(choice.backend);
-    const topo::Placement placement = topo::place_workers(cfg.threads, cfg.cores);
+    // DPDK workers are lcores: always pinned (auto placement unless --cores says where).
+    const topo::Placement placement =
+        topo::place_workers(cfg.threads, cfg.cores.empty() && choice.backend == drivers::Backend::dpdk ? "auto" : cfg.cores);
+#if RATELINE_HAVE_DPDK
+    // DPDK: EAL, port, queues and mempools, once, before the workers (drivers/dpdk/);
+    // MACs and the link come from the port, not from a kernel interface.
+    std::unique_ptr<drivers::DpdkPort> dpdk;
+    if (choice.backend == drivers::Backend::dpdk) {
+      dpdk = std::make_unique<drivers::DpdkPort>(drivers::DpdkPortConfig{
+          "pktgen", cfg.dpdk_args, cfg.device, placement.main_cpu, placement.worker_cpus, true,
+          static_cast<uint32_t>(net::headers_len(cfg.ipv6)) + std::max(cfg.size, wire::kEndMarkerMinPayloadBytes),
+          cfg.batch,
+          dst.is_v6() ? net::IpAddress::v6(reinterpret_cast<const sockaddr_in6*>(&dst.storage)->sin6_addr)
+                      : net::IpAddress::v4(reinterpret_cast<const sockaddr_in*>(&dst.storage)->sin_addr)});
+      raw = resolve_dpdk_path(cfg, dst, local_ip, *dpdk);
+      link = dpdk->link();
+    }
+#endif
 
     pace::PacePlan pace = pace::PacePlan::for_delay(cfg.burst, cfg.delay_ns);
     double asked_pps = 0;
@@ -165,6 +213,13 @@ int main(int argc, char** argv) {
     else
       ports.assign(cfg.threads, 0);
     const auto stream_count = static_cast<uint16_t>(ports.size());
+#if RATELINE_HAVE_XDP
+    // XDP-native: one generator program shared by the workers (drivers/xdp/).
+    std::unique_ptr<drivers::XdpTxProgram> xdp_tx;
+    if (choice.backend == drivers::Backend::xdp)
+      xdp_tx = std::make_unique<drivers::XdpTxProgram>(
+          drivers::XdpTxConfig{raw.iface, cfg.ipv6, cfg.size, stream_count, cfg.batch});
+#endif
 
     std::vector<std::unique_ptr<Worker>> workers;
     for (unsigned i = 0; i < cfg.threads; ++i) {
@@ -185,6 +240,9 @@ int main(int argc, char** argv) {
       w->queue_cfg.xsk.iface = raw.iface;
       w->queue_cfg.xsk.queue = i;  // one AF_XDP socket per NIC TX queue
       w->queue_cfg.xsk.batch = cfg.batch;
+#endif
+#if RATELINE_HAVE_DPDK
+      if (dpdk) w->queue_cfg.dpdk = dpdk->tx_config(i);
 #endif
       engine::TxPlan& plan = w->plan;
       const uint32_t end_len = wire::end_marker_plan(cfg.size).len;
@@ -215,6 +273,9 @@ int main(int argc, char** argv) {
       plan.end_markers = cfg.end_markers;
       plan.batch = cfg.batch;
       plan.ipv6 = cfg.ipv6;
+#if RATELINE_HAVE_XDP
+      w->xdp = xdp_tx.get();
+#endif
       workers.push_back(std::move(w));
     }
 
@@ -222,6 +283,12 @@ int main(int argc, char** argv) {
     std::printf("pktgen: %s -> %s, %u B payload (%u B L2 frame), backend %s\n", settings.c_str(),
                 dst.text().c_str(), cfg.size, sizes.l2, choice.note.c_str());
     std::printf("pktgen: link %s; placement: %s\n", link.text().c_str(), placement.text.c_str());
+#if RATELINE_HAVE_DPDK
+    if (dpdk) std::printf("pktgen: %s\npktgen: %s\n", dpdk->summary().c_str(), dpdk->eal_note().c_str());
+#endif
+#if RATELINE_HAVE_XDP
+    if (xdp_tx) std::printf("pktgen: %s\n", xdp_tx->note().c_str());
+#endif
     if (cfg.rate)
       std::printf("pktgen: rate asked %s %s = %.0f pps (%.2f Mbit/s payload, %.2f L2, %.2f L1)\n",
                   units::si(cfg.rate->value, 2).c_str(), cfg.rate->unit == units::RateUnit::pps ? "pps" : (std::string("bit/s ") + layer_name(cfg.rate_layer)).c_str(),
@@ -241,6 +308,15 @@ int main(int argc, char** argv) {
         w.error = topo::pin_current_thread(w.cpu);
         bool counted = false;
         try {
+#if RATELINE_HAVE_XDP
+          if (w.xdp) {  // the kernel runs the per-packet loop; this thread paces and reads counters
+            ready.count_down();
+            counted = true;
+            w.result = w.xdp->run(w.plan, *w.snapshots, stop_flag());
+            w.done.store(true, std::memory_order_release);
+            return;
+          }
+#endif
           // Built in the worker: io_uring rings are single-issuer, owned by the thread that submits.
           drivers::AnyTxQueue q = drivers::open_tx_queue(backend, w.queue_cfg);
           ready.count_down();
@@ -330,15 +406,26 @@ int main(int argc, char** argv) {
                 total.end_markers, total.retries, total.pace_slips, interrupted ? "; interrupted by signal" : "");
     if (stalled) std::printf("warning: the backend accepted nothing for 2 s: run stopped early (%s)\n", errno_text(total.last_error).c_str());
     if (!errors.empty()) std::fprintf(stderr, "pktgen: %s\n", errors.c_str());
+#if RATELINE_HAVE_XDP
+    if (xdp_tx && !xdp_tx->advice().empty()) std::fprintf(stderr, "pktgen: %s\n", xdp_tx->advice().c_str());
+#endif
     std::fflush(stdout);
-    json.write({{"type", "result"}, {"tool", "pktgen"}, {"settings", settings}, {"time_s", seconds},
+    nlohmann::json result = {{"type", "result"}, {"tool", "pktgen"}, {"settings", settings}, {"time_s", seconds},
                 {"sent", total.packets}, {"payload_bytes", total.payload_bytes}, {"failed", total.failed},
                 {"retries", total.retries}, {"end_markers", total.end_markers}, {"pace_slips", total.pace_slips},
                 {"pps", r.pps}, {"payload_mbps", r.payload_mbps}, {"l2_mbps", r.l2_mbps}, {"l1_mbps", r.l1_mbps},
                 {"line_rate_pct", pct ? nlohmann::json(*pct) : nlohmann::json(nullptr)}, {"line_rate_basis", "l1"},
                 {"link", link.device}, {"link_speed_mbps", link.speed_mbps ? nlohmann::json(*link.speed_mbps) : nlohmann::json(nullptr)},
                 {"link_nominal", link.nominal}, {"rate_pps_asked", cfg.rate ? nlohmann::json(asked_pps) : nlohmann::json(nullptr)},
-                {"interrupted", interrupted}, {"stalled", stalled}, {"errors", errors}, {"streams", streams}});
+                {"interrupted", interrupted}, {"stalled", stalled}, {"errors", errors}, {"streams", streams}};
+#if RATELINE_HAVE_DPDK
+    if (dpdk) {
+      const drivers::DpdkCounters dc = dpdk->counters();
+      std::printf("dpdk: %s\n", drivers::dpdk_counters_text(dc).c_str());
+      result["dpdk"] = drivers::dpdk_counters_json(dc, *dpdk);
+    }
+#endif
+    json.write(result);
     if (!errors.empty() && total.packets == 0) return 1;
     return stalled ? 1 : 0;
   } catch (const std::exception& e) {

@@ -1,10 +1,16 @@
 #include <CLI/CLI.hpp>
 
+#include <sstream>
+#include <string_view>
+
+#include "net/frame.hpp"
 #include "net/iface.hpp"
 #include "pktgen_config.hpp"
 #include "registry.hpp"
+#include "topo/topology.hpp"
 #include "util/cli.hpp"
 #include "util/clock.hpp"
+#include "util/errors.hpp"
 #include "wire/test_payload.hpp"
 
 namespace rateline::pktgen {
@@ -35,8 +41,12 @@ int parse_options(int argc, char** argv, Config& cfg) {
       ->capture_default_str();
   app.add_option("--batch", batch, "packets per backend call")->capture_default_str();
   app.add_option("--sndbuf", sndbuf, "socket send buffer bytes (4M, 256k)");
-  app.add_option("--device", cfg.device, "send through this interface (SO_BINDTODEVICE; raw backends: the interface)");
+  app.add_option("--device", cfg.device, "send through this interface (SO_BINDTODEVICE; raw backends: the interface; dpdk: the port, by id or name)");
   app.add_option("--dst-mac", cfg.dst_mac, "raw backends: destination MAC (default: the kernel's neighbour entry)");
+  app.add_option("--src-ip", cfg.src_ip, "raw backends: source address (default: the kernel's choice towards --dst)");
+  std::string dpdk_args;
+  app.add_option("--dpdk-args", dpdk_args,
+                 "--backend dpdk: EAL arguments, e.g. \"--no-pci --vdev=net_tap0,iface=rltap0\" (also: all after --)");
   app.add_option("--end-markers", end_markers, "end-marker copies per stream (they carry the exact total)")
       ->capture_default_str();
   app.add_option("--json", cfg.json_path, "write JSON lines to this file (- for stdout)");
@@ -46,7 +56,18 @@ int parse_options(int argc, char** argv, Config& cfg) {
                "such a batch as one packet unless tx-udp-segmentation is off on it)");
   app.set_version_flag("--version", "pktgen (rateline) 0.1.0");
 
+  // Everything after a lone "--" goes to DPDK's EAL untouched.
+  std::vector<std::string> eal_tail;
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--") {
+      eal_tail.assign(argv + i + 1, argv + argc);
+      argc = i;
+      break;
+    }
   if (const int rc = cli::parse(app, argc, argv); rc >= 0) return rc;
+  std::istringstream words(dpdk_args);
+  for (std::string w; words >> w;) cfg.dpdk_args.push_back(w);
+  cfg.dpdk_args.insert(cfg.dpdk_args.end(), eal_tail.begin(), eal_tail.end());
   try {
     using cli::convert;
     using cli::in_range;
@@ -66,9 +87,28 @@ int parse_options(int argc, char** argv, Config& cfg) {
       cfg.rate = convert("--rate", [&] { return units::parse_rate(rate); });
     }
     cfg.rate_layer = rate_layer == "l1" ? RateLayer::l1 : rate_layer == "l2" ? RateLayer::l2 : RateLayer::payload;
+    if (cfg.rate) {
+      // Bursts at most an hour apart (the --delay limit): a slower rate overflows the pacer's ns deadlines.
+      const net::FrameSizes fs = net::FrameSizes::for_payload(cfg.size, cfg.ipv6);
+      const uint32_t bytes = cfg.rate_layer == RateLayer::l1 ? fs.l1 : cfg.rate_layer == RateLayer::l2 ? fs.l2 : fs.payload;
+      const double pps = cfg.rate->unit == units::RateUnit::pps ? cfg.rate->value : cfg.rate->value / (8.0 * bytes);
+      if (cfg.burst / pps > 3600.0)
+        throw cli::UsageError("--rate: " + rate + " is too slow for --burst " + std::to_string(cfg.burst) +
+                              ": bursts would start more than 1 h apart");
+    }
+    // A bad CPU list is a usage error: found here, not at setup.
+    if (!cfg.cores.empty() && cfg.cores != "auto")
+      convert("--cores", [&] { return topo::place_workers(cfg.threads, cfg.cores).text; });
     cfg.dst = dst.empty() ? (cfg.ipv6 ? "::1" : "127.0.0.1") : dst;
     if (cfg.gso && cfg.backend != "socket") throw cli::UsageError("--gso needs --backend socket");
     if (!cfg.dst_mac.empty()) convert("--dst-mac", [&] { return net::parse_mac(cfg.dst_mac); });
+    if (!cfg.src_ip.empty()) {
+      try {
+        drivers::make_address(cfg.src_ip, 0);
+      } catch (const SetupError& e) {
+        throw cli::UsageError(std::string("--src-ip: ") + e.what());
+      }
+    }
     if (!src_ports.empty()) {
       cfg.src_ports = convert("--src-port", [&] { return units::parse_port_range(src_ports); });
       if (cfg.src_ports->count() < cfg.threads)

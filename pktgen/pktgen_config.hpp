@@ -32,6 +32,8 @@ struct Config {
   int sndbuf_bytes = 0;
   std::string device;
   std::string dst_mac;       // raw backends: destination MAC; default from the neighbour table
+  std::string src_ip;        // raw backends: source address; default the kernel's choice towards dst
+  std::vector<std::string> dpdk_args;  // EAL arguments: --dpdk-args split at spaces, then all after "--"
   uint32_t end_markers = 3;
   bool gso = false;
   std::string json_path;

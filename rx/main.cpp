@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "engine/rx_loop.hpp"
+#include "ledger/ledger.hpp"
 #include "registry.hpp"
 #include "net/iface.hpp"
 #include "report/json_lines.hpp"
@@ -35,6 +36,9 @@ struct Worker {
   engine::RxResult result;
   drivers::RxSocketInfo socket;
   std::string backend_mode;
+#if RATELINE_HAVE_XDP
+  const drivers::XdpRxProgram* xdp = nullptr;  // --backend xdp: the kernel counts, the worker reads its maps
+#endif
   uint64_t buffer_ring_empty = 0;
   std::string error;
   std::atomic<bool> done{false};
@@ -84,7 +88,18 @@ int main(int argc, char** argv) {
       }
     }
     const drivers::BackendChoice choice = drivers::choose_backend(cfg.backend, drivers::Direction::rx, raw_why.empty(), raw_why);
-    const topo::Placement placement = topo::place_workers(cfg.threads, cfg.cores);
+    // DPDK workers are lcores: always pinned (auto placement unless --cores says where).
+    const topo::Placement placement =
+        topo::place_workers(cfg.threads, cfg.cores.empty() && choice.backend == drivers::Backend::dpdk ? "auto" : cfg.cores);
+#if RATELINE_HAVE_DPDK
+    // DPDK: EAL, port (promiscuous, RSS over one RX queue per worker) and mempools, once (drivers/dpdk/).
+    std::unique_ptr<drivers::DpdkPort> dpdk;
+    if (choice.backend == drivers::Backend::dpdk) {
+      dpdk = std::make_unique<drivers::DpdkPort>(drivers::DpdkPortConfig{
+          "rx", cfg.dpdk_args, cfg.device, placement.main_cpu, placement.worker_cpus, false, 0, cfg.batch});
+      iface.name = dpdk->name();
+    }
+#endif
 
 #if RATELINE_HAVE_AFXDP
     // AF_XDP: our steering program on the interface, for as long as rx runs
@@ -92,8 +107,18 @@ int main(int argc, char** argv) {
     std::unique_ptr<drivers::XdpSteerProgram> steer;
     if (choice.backend == drivers::Backend::afxdp) steer = std::make_unique<drivers::XdpSteerProgram>(iface.index, iface.name, cfg.port);
 #endif
+#if RATELINE_HAVE_XDP
+    // XDP-native: our counting program on the interface for as long as rx runs (a bpf_link too).
+    std::unique_ptr<drivers::XdpRxProgram> xdp_rx;
+    if (choice.backend == drivers::Backend::xdp)
+      xdp_rx = std::make_unique<drivers::XdpRxProgram>(drivers::XdpRxConfig{iface, cfg.port, cfg.max_streams, cfg.layers});
+#endif
+    // --layers: XDP counts and passes on, the socket path counts again. Without
+    // it the kernel counts alone and one thread reads its maps.
+    const drivers::Backend worker_backend = cfg.layers ? drivers::Backend::socket : choice.backend;
+    const unsigned worker_count = worker_backend == drivers::Backend::xdp ? 1 : cfg.threads;
     std::vector<std::unique_ptr<Worker>> workers;
-    for (unsigned i = 0; i < cfg.threads; ++i) {
+    for (unsigned i = 0; i < worker_count; ++i) {
       auto w = std::make_unique<Worker>();
       w->cpu = placement.worker_cpus[i];
       drivers::UdpRxConfig& udp = w->queue_cfg.udp;
@@ -115,9 +140,16 @@ int main(int argc, char** argv) {
       w->queue_cfg.xsk.batch = cfg.batch;
       w->queue_cfg.xsk.xsk_map_fd = steer ? steer->xsk_map_fd() : -1;
 #endif
+#if RATELINE_HAVE_DPDK
+      if (dpdk) w->queue_cfg.dpdk = dpdk->rx_config(i, cfg.batch);
+#endif
       w->plan.batch = cfg.batch;
       w->plan.max_streams = cfg.max_streams;
       w->plan.udp_port = cfg.port;
+      w->plan.test_slow_ns = uint64_t{cfg.test_slow_us} * 1000;
+#if RATELINE_HAVE_XDP
+      if (worker_backend == drivers::Backend::xdp) w->xdp = xdp_rx.get();
+#endif
       workers.push_back(std::move(w));
     }
 
@@ -125,10 +157,20 @@ int main(int argc, char** argv) {
     std::latch ready(static_cast<std::ptrdiff_t>(workers.size()));
     for (auto& wp : workers) {
       Worker& w = *wp;
-      w.thread = std::thread([&w, &ready, backend = choice.backend] {
+      w.thread = std::thread([&w, &ready, backend = worker_backend] {
         w.error = topo::pin_current_thread(w.cpu);
         bool counted = false;
         try {
+#if RATELINE_HAVE_XDP
+          if (w.xdp) {
+            ready.count_down();
+            counted = true;
+            w.backend_mode = w.xdp->mode();
+            w.result = w.xdp->run(w.plan, *w.snapshots, g_workers_stop);
+            w.done.store(true, std::memory_order_release);
+            return;
+          }
+#endif
           drivers::AnyRxQueue q = drivers::open_rx_queue(backend, w.queue_cfg);
           std::visit([&](auto& qp) {
             if constexpr (requires { qp->info(); }) w.socket = qp->info();
@@ -153,10 +195,18 @@ int main(int argc, char** argv) {
       throw SetupError(errors);
     }
 
+    // Drop ledger: this namespace's counters now (before "listening" is printed) and at the end.
+    const ledger::Scope ledger_scope = ledger::receiver_scope(device);
+    const ledger::Counters ledger_start = ledger::read_counters(ledger_scope);
     const drivers::RxSocketInfo& sock = workers.front()->socket;
     std::printf("rx: listening on %s%s, backend %s, %u worker(s); placement: %s\n", bind.text().c_str(),
                 drivers::is_raw(choice.backend) ? (" (tapping " + iface.name + ")").c_str() : "",
                 choice.note.c_str(), cfg.threads, placement.text.c_str());
+#if RATELINE_HAVE_XDP
+    if (xdp_rx && cfg.layers)
+      std::printf("rx: layers: XDP program (%s) on %s counts our frames and passes them on; the sockets count them again\n",
+                  xdp_rx->mode().c_str(), iface.name.c_str());
+#endif
 #if RATELINE_HAVE_AFXDP
     if (steer)
       std::printf("rx: receive buffer: AF_XDP UMEM of %u x %u B frames per worker; XDP steering program %s on %s\n",
@@ -164,7 +214,18 @@ int main(int argc, char** argv) {
                   iface.name.c_str());
     else
 #endif
-    if (drivers::is_raw(choice.backend))
+#if RATELINE_HAVE_DPDK
+    if (dpdk)
+      std::printf("rx: receive buffer: %s\nrx: %s\n", dpdk->summary().c_str(), dpdk->eal_note().c_str());
+    else
+#endif
+#if RATELINE_HAVE_XDP
+    if (xdp_rx && !cfg.layers)
+      std::printf("rx: receive buffer: none: XDP program (%s) on %s counts our frames in the driver and drops them\n",
+                  xdp_rx->mode().c_str(), iface.name.c_str());
+    else
+#endif
+    if (drivers::is_raw(worker_backend))
       std::printf("rx: receive buffer: AF_PACKET ring of %u x %u KiB blocks per worker\n", workers.front()->queue_cfg.raw.blocks,
                   workers.front()->queue_cfg.raw.block_bytes / 1024);
     else
@@ -180,6 +241,7 @@ int main(int argc, char** argv) {
 
     const uint64_t t0 = now_ns();
     uint64_t last_print_ns = t0, last_data = 0;
+    uint64_t layers_app_data = ~0ull, layers_quiet_since = 0;  // --layers: when the sockets last took a packet
     std::string end_reason = "signal";
     for (;;) {
       timespec ts{0, 50'000'000};
@@ -204,6 +266,22 @@ int main(int argc, char** argv) {
       const uint64_t now = now_ns();
       if (stop_flag().load()) { end_reason = "signal"; break; }
       if (any_done) { end_reason = "worker error"; break; }
+#if RATELINE_HAVE_XDP
+      if (xdp_rx && cfg.layers) {
+        // The driver layer saw every end marker: once the sockets have drained
+        // (nothing new for 200 ms) the run is over, even if theirs were dropped.
+        const stats::RxCounters d = xdp_rx->read(false).counters;
+        if (sum.data != layers_app_data) {
+          layers_app_data = sum.data;
+          layers_quiet_since = now;
+        }
+        if (d.stream_count && d.streams_ended >= d.stream_count && d.streams_ended >= d.streams_seen &&
+            now - layers_quiet_since > 200 * kNsPerMs) {
+          end_reason = "end markers (driver layer)";
+          break;
+        }
+      }
+#endif
       if (sum.stream_count && sum.streams_ended >= sum.stream_count && sum.streams_ended >= sum.streams_seen) {
         end_reason = "end markers";
         break;
@@ -240,21 +318,55 @@ int main(int argc, char** argv) {
       results.push_back(std::move(w->result));
       ring_empty += w->buffer_ring_empty;
     }
+#if RATELINE_HAVE_XDP
+    engine::RxResult driver_layer;
+    if (xdp_rx && cfg.layers) {
+      driver_layer = xdp_rx->read(true);
+      drivers::lend_end_markers(driver_layer, results);
+    }
+#endif
     const report::RxSummary summary = report::summarize(results, cfg.expect);
     std::printf("\n%s", report::format_table(summary, cfg.ipv6).c_str());
     std::printf("ended by: %s%s\n", end_reason.c_str(),
                 choice.backend == drivers::Backend::uring
                     ? (", io_uring buffer ring ran dry " + std::to_string(ring_empty) + " times").c_str()
                     : "");
+    ledger::Path drop_path;
+    drop_path.missing = summary.lost;
+    drop_path.sent = summary.unique + summary.lost;
+    drop_path.received = summary.unique;
+    drop_path.corrupt = summary.totals.corrupt;
+    drop_path.socket_drops = summary.totals.backend_drops;
+    drop_path.raw_receiver = drivers::is_raw(worker_backend);
+    drop_path.receiver_backend = drivers::backend_name(choice.backend);
+    drop_path.receiver = ledger::delta(ledger_start, ledger::read_counters(ledger_scope));
+    const ledger::Ledger drops = ledger::reconcile(drop_path);
+    std::printf("%s", ledger::format(drops).c_str());
+#if RATELINE_HAVE_XDP
+    const report::RxSummary driver_summary = report::summarize({driver_layer}, cfg.expect);
+    if (xdp_rx && cfg.layers) std::printf("%s", drivers::layers_table(driver_summary, summary, iface.name).c_str());
+#endif
     if (!errors.empty()) std::fprintf(stderr, "rx: %s\n", errors.c_str());
     std::fflush(stdout);
     nlohmann::json record = report::to_json(summary, cfg.ipv6);
+    record["ledger"] = ledger::to_json(drops, std::nullopt, drop_path.receiver);
     record["ended_by"] = end_reason;
     record["interrupted"] = stop_signal_number() != 0;
     record["backend"] = drivers::backend_name(choice.backend);
     record["buffer_ring_empty"] = ring_empty;
     record["rcvbuf_bytes"] = sock.rcvbuf_bytes;
     record["errors"] = errors;
+#if RATELINE_HAVE_XDP
+    if (xdp_rx && cfg.layers) record["layers"] = drivers::layers_json(driver_summary, summary, cfg.ipv6);
+#endif
+#if RATELINE_HAVE_DPDK
+    if (dpdk) {  // the port's own counters next to ours (imissed + rx_nombuf are the socket_drops column)
+      const drivers::DpdkCounters dc = dpdk->counters();
+      std::printf("dpdk: %s\n", drivers::dpdk_counters_text(dc).c_str());
+      std::fflush(stdout);
+      record["dpdk"] = drivers::dpdk_counters_json(dc, *dpdk);
+    }
+#endif
     json.write(record);
     return errors.empty() ? 0 : 1;
   } catch (const std::exception& e) {

@@ -1,7 +1,11 @@
 #include <CLI/CLI.hpp>
 
+#include <sstream>
+#include <string_view>
+
 #include "registry.hpp"
 #include "rx_config.hpp"
+#include "topo/topology.hpp"
 #include "util/cli.hpp"
 #include "util/clock.hpp"
 #include "util/units.hpp"
@@ -34,14 +38,35 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--max-streams", max_streams, "stream ids tracked (pktgen: one per source port or thread)")
       ->capture_default_str();
   app.add_option("--batch", batch, "datagrams per backend call")->capture_default_str();
-  app.add_option("--device", cfg.device, "receive only on this interface (SO_BINDTODEVICE)");
+  app.add_option("--device", cfg.device, "receive only on this interface (SO_BINDTODEVICE; dpdk: the port, by id or name)");
+  std::string dpdk_args;
+  app.add_option("--dpdk-args", dpdk_args,
+                 "--backend dpdk: EAL arguments, e.g. \"--no-pci --vdev=net_tap0,iface=rltap0\" (also: all after --)");
   app.add_option("--json", cfg.json_path, "write JSON lines to this file (- for stdout)");
   app.add_flag("-q,--quiet", cfg.quiet, "no live progress line");
+  app.add_option("--test-slow-us", cfg.test_slow_us,
+                 "TEST AID, not for measurements: sleep N us after each received batch (a slow consumer on "
+                 "purpose, to provoke socket drops)")
+      ->check(CLI::Range(0, 1000000));
+  app.add_flag("--layers", cfg.layers,
+               "--backend xdp: count our packets at the driver (XDP, then passed on) and again at the sockets; "
+               "the report shows both and the difference");
   app.add_option("--xdp-cleanup", cfg.xdp_cleanup,
                  "detach any XDP program from this interface and exit (for programs left by other tools or old kernels)");
   app.set_version_flag("--version", "rx (rateline) 0.1.0");
 
+  // Everything after a lone "--" goes to DPDK's EAL untouched.
+  std::vector<std::string> eal_tail;
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--") {
+      eal_tail.assign(argv + i + 1, argv + argc);
+      argc = i;
+      break;
+    }
   if (const int rc = cli::parse(app, argc, argv); rc >= 0) return rc;
+  std::istringstream words(dpdk_args);
+  for (std::string w; words >> w;) cfg.dpdk_args.push_back(w);
+  cfg.dpdk_args.insert(cfg.dpdk_args.end(), eal_tail.begin(), eal_tail.end());
   try {
     using cli::convert;
     using cli::in_range;
@@ -54,7 +79,11 @@ int parse_options(int argc, char** argv, Config& cfg) {
     cfg.max_size = static_cast<uint32_t>(in_range<uint64_t>("--max-size", convert("--max-size", [&] { return units::parse_bytes(max_size); }), 64, 65535));
     cfg.max_streams = static_cast<uint32_t>(in_range<uint64_t>("--max-streams", convert("--max-streams", [&] { return units::parse_count(max_streams); }), 1, 65536));
     cfg.batch = static_cast<uint32_t>(in_range<uint64_t>("--batch", convert("--batch", [&] { return units::parse_count(batch); }), 1, 1024));
+    if (cfg.layers && cfg.backend != "xdp") throw cli::UsageError("--layers needs --backend xdp (the driver layer is an XDP program)");
     if (cfg.bind.empty()) cfg.bind = cfg.ipv6 ? "::" : "0.0.0.0";
+    // A bad CPU list is a usage error: found here, not at setup.
+    if (!cfg.cores.empty() && cfg.cores != "auto")
+      convert("--cores", [&] { return topo::place_workers(cfg.threads, cfg.cores).text; });
   } catch (const cli::UsageError& e) {
     std::fprintf(stderr, "rx: %s\n", e.what());
     return cli::kUsageExit;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace rateline::rx {
 
@@ -23,7 +24,10 @@ struct Config {
   std::string device;
   std::string json_path;
   bool quiet = false;
+  uint32_t test_slow_us = 0;  // TEST AID: --test-slow-us N sleeps N us after each batch (a slow consumer on purpose)
+  bool layers = false;        // --layers (--backend xdp): count at the driver (XDP) and again at the sockets
   std::string xdp_cleanup;    // --xdp-cleanup IFACE: detach XDP from IFACE and exit
+  std::vector<std::string> dpdk_args;  // EAL arguments: --dpdk-args split at spaces, then all after "--"
 };
 
 int parse_options(int argc, char** argv, Config& cfg);

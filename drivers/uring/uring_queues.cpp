@@ -14,6 +14,9 @@ namespace {
 
 bool transient(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS || e == EINTR; }
 
+// bids_ entry of a frame that holds no provided buffer (ring_entries_ is 4096).
+constexpr uint16_t kNoBuffer = 0xffff;
+
 }  // namespace
 
 UringTxQueue::UringTxQueue(const UdpTxConfig& cfg) : ring_(cfg.batch * 2), dst_(cfg.dst) {
@@ -180,7 +183,16 @@ std::span<const engine::RxFrame> UringRxQueue::poll(uint32_t n) {
       if (cqe->res == -ENOBUFS) ++ring_empty_;
       continue;
     }
-    if (!(cqe->flags & IORING_CQE_F_BUFFER)) continue;
+    if (!(cqe->flags & IORING_CQE_F_BUFFER)) {
+      // A zero-length datagram completes with res 0 and no buffer (and ends
+      // the multishot): still a frame, counted like the socket backend does.
+      if (cqe->res == 0) {
+        frames_[got] = {buffers_.get(), 0};
+        bids_[got] = kNoBuffer;
+        ++got;
+      }
+      continue;
+    }
     const auto bid = static_cast<uint16_t>(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
     frames_[got].data = buffers_.get() + size_t{bid} * slot_bytes_;
     frames_[got].len = static_cast<uint32_t>(cqe->res);
@@ -195,10 +207,13 @@ std::span<const engine::RxFrame> UringRxQueue::poll(uint32_t n) {
 
 void UringRxQueue::release() {
   const int mask = io_uring_buf_ring_mask(ring_entries_);
-  for (uint32_t i = 0; i < handed_out_; ++i)
+  int added = 0;
+  for (uint32_t i = 0; i < handed_out_; ++i) {
+    if (bids_[i] == kNoBuffer) continue;  // empty datagram: it held no buffer
     io_uring_buf_ring_add(buf_ring_, buffers_.get() + size_t{bids_[i]} * slot_bytes_, slot_bytes_, bids_[i], mask,
-                          static_cast<int>(i));
-  io_uring_buf_ring_advance(buf_ring_, static_cast<int>(handed_out_));
+                          added++);
+  }
+  io_uring_buf_ring_advance(buf_ring_, added);
   handed_out_ = 0;
   if (!armed_) arm();
 }

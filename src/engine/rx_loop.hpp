@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <ctime>
 #include <vector>
 
 #include "engine/queue.hpp"
@@ -42,6 +43,9 @@ struct RxPlan {
   uint32_t max_streams = 256;
   uint16_t udp_port = 0;  // Ethernet-layer backends: our destination port
   uint64_t publish_every_ns = 100'000'000;
+  // TEST AID only (rx --test-slow-us): sleep this long after each non-empty batch, to make
+  // a slow consumer on purpose (tests of the drop ledger). 0 in every real run.
+  uint64_t test_slow_ns = 0;
 };
 
 struct RxResult {
@@ -147,6 +151,10 @@ RxResult run_rx(Q& q, const RxPlan& plan, stats::RxSnapshotRing& snapshots, cons
       }
     }
     if (!frames.empty()) q.release();
+    if (plan.test_slow_ns && !frames.empty()) [[unlikely]] {
+      const timespec ts{static_cast<time_t>(plan.test_slow_ns / 1'000'000'000), static_cast<long>(plan.test_slow_ns % 1'000'000'000)};
+      nanosleep(&ts, nullptr);
+    }
     if (rx_ns >= next_publish_ns) {
       publish(rx_ns, false);
       next_publish_ns = rx_ns + plan.publish_every_ns;

@@ -36,6 +36,21 @@ class LatencyHistogram {
     if (o.max_ > max_) max_ = o.max_;
   }
 
+  // Adds samples binned elsewhere with this index() (the XDP backend's
+  // in-kernel histogram): `counts` has kBuckets entries.
+  void merge_binned(const uint64_t* counts, uint64_t sum_ns, uint64_t min_ns, uint64_t max_ns) {
+    uint64_t n = 0;
+    for (int i = 0; i < kBuckets; ++i) {
+      buckets_[i] += counts[i];
+      n += counts[i];
+    }
+    if (!n) return;
+    samples_ += n;
+    sum_ += sum_ns;
+    if (min_ns < min_) min_ = min_ns;
+    if (max_ns > max_) max_ = max_ns;
+  }
+
   uint64_t samples() const { return samples_; }
   uint64_t min() const { return samples_ ? min_ : 0; }
   uint64_t max() const { return max_; }
@@ -96,6 +111,8 @@ class JitterEstimator {
     have_prev_ = true;
   }
   double jitter_ns() const { return jitter_ns_; }
+  // Takes a filter state computed elsewhere (the XDP backend keeps it in-kernel, in fixed point).
+  void adopt(double jitter_ns) { jitter_ns_ = jitter_ns; }
 
  private:
   uint64_t prev_tx_ = 0;

@@ -68,6 +68,11 @@ class SequenceTracker {
 
   const SequenceCounts& counts() const { return c_; }
 
+  // Takes counts kept by the same algorithm elsewhere (the XDP backend's
+  // in-kernel tracker, drivers/xdp): after a run only the counts are read,
+  // so the window is not carried over.
+  void adopt(const SequenceCounts& c) { c_ = c; }
+
   // Loss so far (gaps below the highest sequence seen).
   uint64_t lost_so_far() const { return c_.highest_next - c_.unique; }
 

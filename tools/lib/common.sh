@@ -6,6 +6,9 @@ RATELINE_PACKAGES=(
   liburing-dev libhwloc-dev libcli11-dev libgtest-dev libfmt-dev nlohmann-json3-dev
   python3 iproute2 nftables tcpdump tshark ethtool procps iputils-ping util-linux
   libxdp-dev libbpf-dev clang
+  libclang-rt-dev  # clang's libFuzzer/ASan/UBSan runtimes, matching the default clang (tools/check.d/20-fuzz)
+  librsvg2-bin     # rsvg-convert: tests/integration/test_ceiling.py renders ceiling's SVG plot
+  fio xfsprogs btrfs-progs e2fsprogs dosfstools  # tools/blocktest --fs, bench/blocktest (librsvg2-bin renders its SVG)
 )
 
 ensure_packages() {
@@ -32,4 +35,26 @@ build_tree() {
     meson setup "$dir" "$@" >/dev/null
   fi
   ninja -C "$dir"
+}
+
+# DPDK (drivers/dpdk, tests/integration/test_dpdk.py): its libraries and PMDs,
+# and hugepages for its mempools. Without hugepages rateline falls back to
+# --no-huge (and says so); with them it runs the way DPDK is meant to.
+RATELINE_PACKAGES+=(libdpdk-dev dpdk)
+
+# ensure_hugepages [N]: at least N (default 256) 2 MiB pages reserved and a
+# hugetlbfs at /dev/hugepages. Root only; otherwise says what to run.
+ensure_hugepages() {
+  local want=${1:-256}
+  local have
+  have=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0)
+  if [ "$(id -u)" -ne 0 ]; then
+    [ "$have" -ge "$want" ] && mountpoint -q /dev/hugepages && return 0
+    echo "hugepages: run as root: echo $want > /proc/sys/vm/nr_hugepages; mount -t hugetlbfs nodev /dev/hugepages" >&2
+    return 0
+  fi
+  [ "$have" -ge "$want" ] || echo "$want" > /proc/sys/vm/nr_hugepages || true
+  mkdir -p /dev/hugepages
+  mountpoint -q /dev/hugepages || mount -t hugetlbfs nodev /dev/hugepages || true
+  echo "hugepages: $(cat /proc/sys/vm/nr_hugepages) x 2 MiB reserved, $(awk '/HugePages_Free/ {print $2}' /proc/meminfo) free"
 }
