@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstring>
 
 #include "engine/queue.hpp"
@@ -64,6 +65,25 @@ inline void finish_frame(TxSlot& s, const TxFlow& f, uint32_t payload_len, bool 
   }
 }
 
+// A data frame's UDP checksum from the flow's header sum and the payload
+// sum its writer kept, so the payload is not read a second time. The sum
+// matches net::ones_sum's native loads on little-endian hosts only; big-endian
+// ones re-read the payload.
+template <TxQueue Q>
+inline void finish_data_frame(TxSlot& s, const TxFlow& f, uint32_t payload_len, bool ipv6,
+                              const wire::PayloadSums& sums) {
+  if constexpr (Q::kLayer == Layer::ethernet) {
+    s.len = f.headers_len + payload_len;
+    if constexpr (std::endian::native == std::endian::little) {
+      net::udp_store_checksum(s.data, f.headers_len, f.udp_sum, sums.ones);
+    } else {
+      net::udp_finish_checksum({s.data, s.len}, ipv6);
+    }
+  } else {
+    s.len = payload_len;
+  }
+}
+
 // Commits `slots` until all are taken, stop is set, or the backend stalls.
 // Returns how many were taken; the rest are cancelled.
 template <TxQueue Q>
@@ -105,6 +125,9 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
   TxResult result;
   pace::Pacer pacer(plan.pace);
   const uint32_t flows = static_cast<uint32_t>(plan.flows.size());
+  if constexpr (Q::kLayer == Layer::ethernet) {
+    for (TxFlow& f : plan.flows) f.udp_sum = net::udp_headers_sum({f.headers.data(), f.headers_len}, plan.ipv6);
+  }
   uint32_t flow_cursor = 0;
   const uint64_t start_ns = now_ns();
   const uint64_t end_ns = plan.duration_ns ? start_ns + plan.duration_ns : ~0ull;
@@ -141,8 +164,9 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
       flow_cursor = flow_cursor + 1 == flows ? 0 : flow_cursor + 1;
       uint64_t seq = f.next_seq;
       for (TxSlot& s : slots) {
-        wire::fill_data_payload(detail::data_payload<Q>(s, f), plan.payload, f.stream, seq++, now_ns());
-        detail::finish_frame<Q>(s, f, plan.payload.len, plan.ipv6);
+        const wire::PayloadSums sums =
+            wire::fill_data_payload(detail::data_payload<Q>(s, f), plan.payload, f.stream, seq++, now_ns());
+        detail::finish_data_frame<Q>(s, f, plan.payload.len, plan.ipv6, sums);
       }
       const uint32_t taken = detail::commit_all(q, slots, c, plan.stall_timeout_ns, stop, result.stalled);
       f.next_seq += taken;  // cancelled slots give their sequence numbers back: no false gap

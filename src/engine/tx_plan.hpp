@@ -21,6 +21,7 @@ struct TxFlow {
   std::array<uint8_t, 64> headers{};
   std::array<uint8_t, 64> end_headers{};  // same, for the end markers' length
   uint32_t headers_len = 0;
+  uint64_t udp_sum = 0;  // net::udp_headers_sum of `headers`, set by run_tx
 };
 
 struct TxPlan {

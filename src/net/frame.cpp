@@ -115,6 +115,13 @@ void udp_finish_checksum(std::span<uint8_t> frame, bool ipv6) {
   std::memcpy(udp + 6, &csum, 2);
 }
 
+uint64_t udp_headers_sum(std::span<const uint8_t> headers, bool ipv6) {
+  const uint8_t* l3 = headers.data() + kEthHeaderBytes;
+  const uint8_t* udp = l3 + (ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes);
+  uint64_t acc = pseudo_header_sum(l3, ipv6, get16(udp + 4));
+  return ones_sum(udp, kUdpHeaderBytes - 2, acc);  // the checksum field itself counts as zero
+}
+
 bool udp_checksums_ok(std::span<const uint8_t> frame, const ParsedUdp& p) {
   if (p.status != ParseStatus::ok) return false;
   const uint8_t* l3 = frame.data() + p.l3_offset;

@@ -9,7 +9,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
+
+#include "net/checksum.hpp"
 
 #include <netinet/in.h>
 
@@ -72,6 +75,18 @@ size_t build_udp_headers(std::span<uint8_t> out, const UdpEndpoints& ep, uint32_
 // Fills in the UDP checksum of a frame built by build_udp_headers whose
 // payload is now in place. Computes over pseudo-header, UDP header, payload.
 void udp_finish_checksum(std::span<uint8_t> frame, bool ipv6);
+
+// The sender's split of the same checksum, so the payload is never read back:
+// udp_headers_sum() once per flow (pseudo-header and UDP header, checksum
+// field as zero), the payload's ones_sum() accumulator from whoever wrote the
+// payload, and udp_store_checksum() per packet. `headers` is what
+// build_udp_headers wrote; the UDP checksum is its last two bytes.
+uint64_t udp_headers_sum(std::span<const uint8_t> headers, bool ipv6);
+inline void udp_store_checksum(uint8_t* frame, uint32_t headers_len, uint64_t headers_sum, uint64_t payload_sum) {
+  uint16_t csum = ones_checksum(headers_sum + payload_sum);
+  if (csum == 0) csum = 0xffff;  // 0 means "no checksum" in UDP/IPv4 and is illegal in IPv6
+  std::memcpy(frame + headers_len - 2, &csum, 2);
+}
 
 // Verifies the IPv4 header checksum and the UDP checksum of a parsed frame.
 struct ParsedUdp;

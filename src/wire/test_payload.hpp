@@ -138,23 +138,40 @@ inline void write_header(uint8_t* p, const HeaderFields& h, uint32_t payload_len
   std::memset(p + 28, 0, 4);
 }
 
+// What writing a payload adds up, so nobody reads it back: `rln` is the
+// share of the payload checksum above; `ones` is the RFC 1071 accumulator of
+// the bytes written (the two 32-bit halves of every stored 64-bit word, as
+// net::ones_sum adds them on a little-endian host), which completes the UDP
+// checksum of an Ethernet-layer frame.
+struct PayloadSums {
+  uint64_t rln = 0;
+  uint64_t ones = 0;
+};
+
+namespace detail {
+inline uint64_t halves(uint64_t w) { return (w >> 32) + (w & 0xffffffffull); }
+}  // namespace detail
+
 // Writes the pattern for (stream, seq) from plan.first_word on and returns its
-// checksum share; then the caller adds the share of the words before it.
-inline uint64_t write_pattern(uint8_t* p, const PayloadPlan& pl, uint64_t seed) {
+// shares; then the caller adds the shares of the words before it.
+inline PayloadSums write_pattern(uint8_t* p, const PayloadPlan& pl, uint64_t seed) {
+  PayloadSums sums;
   uint64_t w = seed + uint64_t{pl.first_word} * kPatternStep;
   for (uint32_t i = pl.first_word; i < pl.full_words; ++i) {
     detail::store_le64(p + 8 * i, w);
+    sums.ones += detail::halves(w);  // the value is in a register: no second pass over the payload
     w += kPatternStep;
   }
-  uint64_t acc = seed * pl.sum_odd + kPatternStep * pl.sum_i_odd;
+  sums.rln = seed * pl.sum_odd + kPatternStep * pl.sum_i_odd;
   if (pl.tail_bytes && pl.full_words >= pl.first_word) {
     uint8_t tail[8];
     detail::store_le64(tail, w);
     std::memcpy(p + 8ull * pl.full_words, tail, pl.tail_bytes);
     const uint64_t masked = w & (~0ull >> (64 - 8 * pl.tail_bytes));
-    acc += masked * (2ull * pl.full_words + 1);
+    sums.rln += masked * (2ull * pl.full_words + 1);
+    sums.ones += detail::halves(masked);  // zero-padded, as ones_sum pads an odd tail
   }
-  return acc;
+  return sums;
 }
 
 // Checksum share of the first `words` full words (all before the pattern).
@@ -171,12 +188,29 @@ inline uint64_t prefix_share(const uint8_t* p, uint32_t words) {
 inline void store_checksum(uint8_t* p, uint32_t csum) { detail::store_be(p + 28, csum, 4); }
 
 // Builds a complete data payload in place: header, pattern, checksum. This is
-// the per-packet work of every sender; it touches each payload byte once.
-inline void fill_data_payload(uint8_t* p, const PayloadPlan& pl, uint16_t stream, uint64_t seq, uint64_t tx_ns) {
-  write_header(p, HeaderFields{Kind::data, stream, seq, tx_ns}, pl.len);
-  uint64_t acc = prefix_share(p, kHeaderBytes / 8);
-  acc += write_pattern(p, pl, pattern_seed(stream, seq));
-  store_checksum(p, detail::fold32(acc));
+// the per-packet work of every sender; it touches each payload byte once and
+// reads none back. The header goes out as four 64-bit words built from the
+// values (word i is load_le64(p + 8i) of the layout above), so its checksum
+// shares come from registers, not from bytes just stored.
+inline PayloadSums fill_data_payload(uint8_t* p, const PayloadPlan& pl, uint16_t stream, uint64_t seq,
+                                     uint64_t tx_ns) {
+  const uint64_t w0 = uint64_t{kMagic >> 24} | uint64_t{(kMagic >> 16) & 0xff} << 8 |
+                      uint64_t{(kMagic >> 8) & 0xff} << 16 | uint64_t{kMagic & 0xff} << 24 |
+                      uint64_t{kVersion} << 32 | uint64_t{static_cast<uint8_t>(Kind::data)} << 40 |
+                      uint64_t{static_cast<uint8_t>(stream >> 8)} << 48 |
+                      uint64_t{static_cast<uint8_t>(stream)} << 56;
+  const uint64_t w1 = __builtin_bswap64(seq);
+  const uint64_t w2 = __builtin_bswap64(tx_ns);
+  const uint64_t w3_len = __builtin_bswap32(pl.len);  // bytes 24..27; 28..31 (checksum) zero for now
+  PayloadSums sums = write_pattern(p, pl, pattern_seed(stream, seq));
+  const uint32_t csum = detail::fold32(sums.rln + w0 + 3 * w1 + 5 * w2 + 7 * w3_len);
+  const uint64_t w3 = w3_len | uint64_t{__builtin_bswap32(csum)} << 32;
+  detail::store_le64(p, w0);
+  detail::store_le64(p + 8, w1);
+  detail::store_le64(p + 16, w2);
+  detail::store_le64(p + 24, w3);
+  sums.ones += detail::halves(w0) + detail::halves(w1) + detail::halves(w2) + detail::halves(w3);
+  return sums;
 }
 
 // What an end marker tells the receiver about the run that just ended.
@@ -200,7 +234,7 @@ inline void fill_end_marker(uint8_t* p, const PayloadPlan& pl, uint16_t stream, 
   detail::store_be(q + 28, b.stream_count, 2);
   detail::store_be(q + 30, b.data_size, 2);
   uint64_t acc = prefix_share(p, kEndMarkerMinPayloadBytes / 8);
-  acc += write_pattern(p, pl, pattern_seed(stream, b.total_sent));
+  acc += write_pattern(p, pl, pattern_seed(stream, b.total_sent)).rln;
   store_checksum(p, detail::fold32(acc));
 }
 

@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "net/checksum.hpp"
+#include "wire/test_payload.hpp"
 
 namespace {
 
@@ -273,6 +275,40 @@ TEST(UdpChecksum, ComputedZeroIsSentAsFfff) {
     udp_finish_checksum(f, v6);
     EXPECT_EQ(be16(&f[udp + 6]), 0xffff) << (v6 ? "v6" : "v4");
     EXPECT_TRUE(udp_checksums_ok(f, parse_udp_frame(f)));
+  }
+}
+
+// The sender's fused path (engine/tx_loop.hpp): header sum once per flow, the
+// payload sum kept while writing, never a re-read. It must store exactly what
+// udp_finish_checksum stores, for every length and both families.
+TEST(UdpChecksum, FusedSenderChecksumEqualsFullRecompute) {
+  if constexpr (std::endian::native != std::endian::little) GTEST_SKIP() << "fused path is little-endian only";
+  std::mt19937_64 rng(2026);
+  for (int rep = 0; rep < 3000; ++rep) {
+    const bool v6 = rep & 1;
+    const uint32_t len = rep < 64 ? 32 + rep : 32 + static_cast<uint32_t>(rng() % 8969);  // 32..9000
+    const auto ep = v6 ? v6_endpoints() : v4_endpoints();
+    const size_t hl = headers_len(v6);
+    std::vector<uint8_t> f(hl + len);
+    ASSERT_EQ(build_udp_headers(f, ep, len), hl);
+    const uint64_t hsum = udp_headers_sum({f.data(), hl}, v6);
+    const auto plan = rateline::wire::PayloadPlan::make(len);
+    const uint16_t stream = static_cast<uint16_t>(rng());
+    const uint64_t seq = rep < 8 ? ~0ull - rep : rng();
+    const uint64_t ts = rng();
+    const auto sums = rateline::wire::fill_data_payload(f.data() + hl, plan, stream, seq, ts);
+    EXPECT_EQ(ones_fold(sums.ones), ones_fold(ones_sum(f.data() + hl, len))) << "len " << len;
+    udp_store_checksum(f.data(), static_cast<uint32_t>(hl), hsum, sums.ones);
+    auto g = f;
+    udp_finish_checksum(g, v6);
+    ASSERT_EQ(be16(f.data() + hl - 2), be16(g.data() + hl - 2)) << (v6 ? "v6" : "v4") << " len " << len;
+    ASSERT_TRUE(ref_udp_ok(f, v6)) << "len " << len;
+    ASSERT_TRUE(udp_checksums_ok(f, parse_udp_frame(f)));
+    const auto d = rateline::wire::decode(f.data() + hl, len);
+    ASSERT_EQ(d.verdict, rateline::wire::Verdict::data) << "len " << len;
+    ASSERT_EQ(d.seq, seq);
+    ASSERT_EQ(d.stream, stream);
+    ASSERT_EQ(d.tx_ns, ts);
   }
 }
 
