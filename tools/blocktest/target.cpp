@@ -93,7 +93,11 @@ DirectAlign direct_align(int fd) {
   DirectAlign a;
 #ifdef STATX_DIOALIGN
   struct statx sx{};
-  if (::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN)) {
+  // A zero offset alignment with the mask set is what qemu-user's statx
+  // translation returns (it drops the DIOALIGN fields), and what a kernel says
+  // for a file without O_DIRECT support: either way, ask the fallbacks below.
+  if (::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN) &&
+      sx.stx_dio_offset_align != 0) {
     a.offset_align = sx.stx_dio_offset_align;
     a.memory_align = sx.stx_dio_mem_align;
     a.source = "statx DIOALIGN";
