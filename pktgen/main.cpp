@@ -20,6 +20,7 @@
 #include "report/rates.hpp"
 #include "topo/topology.hpp"
 #include "util/errors.hpp"
+#include "util/stamp_clock.hpp"
 #include "util/stop_signal.hpp"
 
 using namespace rateline;
@@ -289,6 +290,14 @@ int main(int argc, char** argv) {
 #if RATELINE_HAVE_XDP
     if (xdp_tx) std::printf("pktgen: %s\n", xdp_tx->note().c_str());
 #endif
+    bool kernel_stamps = false;
+#if RATELINE_HAVE_XDP
+    kernel_stamps = xdp_tx != nullptr;
+#endif
+    const char* stamps = kernel_stamps              ? "bpf_ktime_get_ns() per frame, in the kernel"
+                         : tsc_rate().ns_per_tick_q32 ? "CLOCK_MONOTONIC per batch, extended per packet by the TSC (clocksource tsc; RATELINE_TSC_STAMPS=0: clock_gettime per packet)"
+                                                      : "clock_gettime(CLOCK_MONOTONIC) per packet";
+    std::printf("pktgen: send stamps: %s\n", stamps);
     if (cfg.rate)
       std::printf("pktgen: rate asked %s %s = %.0f pps (%.2f Mbit/s payload, %.2f L2, %.2f L1)\n",
                   units::si(cfg.rate->value, 2).c_str(), cfg.rate->unit == units::RateUnit::pps ? "pps" : (std::string("bit/s ") + layer_name(cfg.rate_layer)).c_str(),
@@ -297,7 +306,7 @@ int main(int argc, char** argv) {
     json.write({{"type", "start"}, {"tool", "pktgen"}, {"settings", settings}, {"dst", dst.text()},
                 {"backend", drivers::backend_name(choice.backend)}, {"backend_note", choice.note},
                 {"burst", cfg.burst}, {"delay_ns", cfg.delay_ns}, {"count", cfg.count}, {"size", cfg.size},
-                {"threads", cfg.threads}, {"streams", stream_count}, {"placement", placement.text},
+                {"threads", cfg.threads}, {"streams", stream_count}, {"placement", placement.text}, {"stamps", stamps},
                 {"rate_pps_asked", cfg.rate ? nlohmann::json(asked_pps) : nlohmann::json(nullptr)}});
 
     if (placement.main_cpu >= 0) topo::pin_current_thread(placement.main_cpu);

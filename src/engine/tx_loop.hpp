@@ -2,8 +2,9 @@
 //
 // Per packet it writes the payload (header, pattern, checksum) and, for
 // Ethernet-layer backends, the UDP checksum; headers are copied only into
-// stale slots. One clock read per packet: every packet carries its own
-// send time. Per batch: one reserve, one commit (more only when the backend
+// stale slots. One stamp per packet: every packet carries its own send
+// time (TSC-extended CLOCK_MONOTONIC where the kernel keeps time with the TSC,
+// else a clock_gettime per packet). Per batch: one reserve, one commit (more only when the backend
 // pushes back), one stop-flag load.
 #pragma once
 
@@ -17,6 +18,7 @@
 #include "net/frame.hpp"
 #include "stats/counters.hpp"
 #include "util/clock.hpp"
+#include "util/stamp_clock.hpp"
 
 namespace rateline::engine {
 
@@ -124,6 +126,7 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
   stats::TxCounters c;
   TxResult result;
   pace::Pacer pacer(plan.pace);
+  StampClock stamps;  // each packet's own send time (util/stamp_clock.hpp)
   const uint32_t flows = static_cast<uint32_t>(plan.flows.size());
   if constexpr (Q::kLayer == Layer::ethernet) {
     for (TxFlow& f : plan.flows) f.udp_sum = net::udp_headers_sum({f.headers.data(), f.headers_len}, plan.ipv6);
@@ -163,9 +166,10 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
       TxFlow& f = plan.flows[flow_cursor];
       flow_cursor = flow_cursor + 1 == flows ? 0 : flow_cursor + 1;
       uint64_t seq = f.next_seq;
+      stamps.rebase();
       for (TxSlot& s : slots) {
         const wire::PayloadSums sums =
-            wire::fill_data_payload(detail::data_payload<Q>(s, f), plan.payload, f.stream, seq++, now_ns());
+            wire::fill_data_payload(detail::data_payload<Q>(s, f), plan.payload, f.stream, seq++, stamps.stamp());
         detail::finish_data_frame<Q>(s, f, plan.payload.len, plan.ipv6, sums);
       }
       const uint32_t taken = detail::commit_all(q, slots, c, plan.stall_timeout_ns, stop, result.stalled);
