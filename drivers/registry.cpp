@@ -1,5 +1,6 @@
 #include "registry.hpp"
 
+#include <linux/capability.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -52,6 +53,26 @@ const char* backend_name(Backend b) {
 std::vector<std::string> backend_choices() { return {"auto", "dpdk", "xdp", "afxdp", "afpacket", "uring", "socket"}; }
 
 bool is_raw(Backend b) { return b == Backend::afpacket || b == Backend::afxdp || b == Backend::dpdk || b == Backend::xdp; }
+
+std::vector<int> capabilities_after_setup(Backend b) {
+  switch (b) {
+    case Backend::socket:
+    case Backend::uring:
+      return {};  // sockets exist; SO_RCVBUFFORCE was applied at setup
+    case Backend::afpacket:
+      return {CAP_NET_RAW, CAP_NET_ADMIN};
+    case Backend::afxdp:
+    case Backend::xdp:
+      // BPF map reads and BPF_PROG_RUN go through bpf(), which kernels before
+      // 6.5 gate on CAP_BPF (or CAP_SYS_ADMIN) for every command.
+      return {CAP_NET_RAW, CAP_NET_ADMIN, CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN};
+    case Backend::dpdk:
+      // The PMDs' own control paths (tap netlink, link state ioctls) and EAL
+      // teardown (hugepage and runtime files) run after setup.
+      return {CAP_NET_RAW, CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_IPC_LOCK, CAP_DAC_OVERRIDE};
+  }
+  return {};
+}
 
 BackendChoice choose_backend(const std::string& requested, Direction dir, bool raw_ok, const std::string& raw_why) {
   BackendChoice c;

@@ -36,6 +36,9 @@ const char* backend_name(Backend b);
 std::vector<std::string> backend_choices();
 // Whether the backend moves whole Ethernet frames (needs MACs, an interface).
 bool is_raw(Backend b);
+// The capabilities a backend still uses once its queues are open (what
+// pktgen and rx keep; util/privileges.hpp drops the rest).
+std::vector<int> capabilities_after_setup(Backend b);
 
 struct BackendChoice {
   Backend backend = Backend::socket;

@@ -20,6 +20,7 @@
 #include "report/rates.hpp"
 #include "topo/topology.hpp"
 #include "util/errors.hpp"
+#include "util/privileges.hpp"
 #include "util/stamp_clock.hpp"
 #include "util/stop_signal.hpp"
 
@@ -37,6 +38,7 @@ struct Worker {
   std::atomic<bool> done{false};  // set once by the worker as it exits; read by the reporter
   int cpu = -1;
   std::thread thread;
+  CapabilityDrop caps;  // this thread's, after its setup
 #if RATELINE_HAVE_XDP
   drivers::XdpTxProgram* xdp = nullptr;  // --backend xdp: no queue, the kernel runs the loop
 #endif
@@ -319,6 +321,7 @@ int main(int argc, char** argv) {
         try {
 #if RATELINE_HAVE_XDP
           if (w.xdp) {  // the kernel runs the per-packet loop; this thread paces and reads counters
+            w.caps = keep_only_capabilities(drivers::capabilities_after_setup(backend));
             ready.count_down();
             counted = true;
             w.result = w.xdp->run(w.plan, *w.snapshots, stop_flag());
@@ -328,6 +331,7 @@ int main(int argc, char** argv) {
 #endif
           // Built in the worker: io_uring rings are single-issuer, owned by the thread that submits.
           drivers::AnyTxQueue q = drivers::open_tx_queue(backend, w.queue_cfg);
+          w.caps = keep_only_capabilities(drivers::capabilities_after_setup(backend));
           ready.count_down();
           counted = true;
           std::visit([&](auto& qp) { run_worker(w, *qp); }, q);
@@ -339,6 +343,7 @@ int main(int argc, char** argv) {
       });
     }
     ready.wait();
+    report_capabilities("pktgen", keep_only_capabilities(drivers::capabilities_after_setup(choice.backend)), workers);
 
     // Live progress: the reporter sleeps, workers never wait for it.
     const uint64_t t0 = now_ns();

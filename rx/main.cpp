@@ -21,6 +21,7 @@
 #include "rx_config.hpp"
 #include "topo/topology.hpp"
 #include "util/errors.hpp"
+#include "util/privileges.hpp"
 #include "util/stop_signal.hpp"
 #include "util/units.hpp"
 
@@ -44,6 +45,7 @@ struct Worker {
   std::atomic<bool> done{false};
   int cpu = -1;
   std::thread thread;
+  CapabilityDrop caps;  // this thread's, after its setup
 };
 
 // Workers stop on this, not on the signal flag directly: the main thread
@@ -163,6 +165,7 @@ int main(int argc, char** argv) {
         try {
 #if RATELINE_HAVE_XDP
           if (w.xdp) {
+            w.caps = keep_only_capabilities(drivers::capabilities_after_setup(backend));
             ready.count_down();
             counted = true;
             w.backend_mode = w.xdp->mode();
@@ -175,6 +178,7 @@ int main(int argc, char** argv) {
           std::visit([&](auto& qp) {
             if constexpr (requires { qp->info(); }) w.socket = qp->info();
           }, q);
+          w.caps = keep_only_capabilities(drivers::capabilities_after_setup(backend));
           ready.count_down();
           counted = true;
           std::visit([&](auto& qp) { run_worker(w, *qp); }, q);
@@ -198,6 +202,7 @@ int main(int argc, char** argv) {
     // Drop ledger: this namespace's counters now (before "listening" is printed) and at the end.
     const ledger::Scope ledger_scope = ledger::receiver_scope(device);
     const ledger::Counters ledger_start = ledger::read_counters(ledger_scope);
+    const CapabilityDrop main_caps = keep_only_capabilities(drivers::capabilities_after_setup(choice.backend));
     const drivers::RxSocketInfo& sock = workers.front()->socket;
     std::printf("rx: listening on %s%s, backend %s, %u worker(s); placement: %s\n", bind.text().c_str(),
                 drivers::is_raw(choice.backend) ? (" (tapping " + iface.name + ")").c_str() : "",
@@ -233,6 +238,7 @@ int main(int argc, char** argv) {
                 cfg.rcvbuf_bytes == 0 ? " (kernel default)"
                 : sock.rcvbuf_forced ? " (SO_RCVBUFFORCE)"
                                      : " (SO_RCVBUF, capped by net.core.rmem_max: run as root to force)");
+    report_capabilities("rx", main_caps, workers);
     std::fflush(stdout);
     json.write({{"type", "start"}, {"tool", "rx"}, {"bind", bind.text()},
                 {"backend", drivers::backend_name(choice.backend)}, {"backend_note", choice.note},

@@ -95,22 +95,30 @@ class Lab:
         return p
 
 
-def start_rx(lab, args, ns=None, ready_timeout=10):
-    """Starts rx in the receiver namespace and waits until it listens."""
-    p = lab.spawn(ns or lab.ns_b, [RX] + list(args))
-    deadline = time.time() + ready_timeout
+def read_until(p, prefix, timeout=10):
+    """Reads p's stdout lines until one starts with prefix: (found, text read)."""
+    deadline = time.time() + timeout
     lines = []
     while time.time() < deadline:
         line = p.stdout.readline()
         if not line:
             break
         lines.append(line)
-        if line.startswith("rx: receive buffer"):
-            p.startup = "".join(lines)
-            return p
+        if line.startswith(prefix):
+            return True, "".join(lines)
+    return False, "".join(lines)
+
+
+def start_rx(lab, args, ns=None, ready_timeout=10):
+    """Starts rx in the receiver namespace and waits until it listens."""
+    p = lab.spawn(ns or lab.ns_b, [RX] + list(args))
+    found, text = read_until(p, "rx: receive buffer", ready_timeout)
+    if found:
+        p.startup = text
+        return p
     p.kill()
     out, err = p.communicate()
-    raise RuntimeError(f"rx did not start: {''.join(lines)}{out}{err}")
+    raise RuntimeError(f"rx did not start: {text}{out}{err}")
 
 
 def finish(p, timeout=30):
