@@ -139,7 +139,9 @@ with tempfile.TemporaryDirectory() as tmp, Lab("x", subnet=20) as lab:
         c.eq(f"{tag}: interface rx_packets delta", delta, r["received"] + r["end_markers"])
         if rx_b == "xdp":
             c.eq(f"{tag}: backend in the record", r["backend"], "xdp")
-            c.true(f"{tag}: latency measured in the kernel", r["latency_ns"] and r["latency_ns"]["samples"] == N)
+            c.true(f"{tag}: latency measured in the kernel", r["latency_ns"] and r["latency_ns"]["samples"] == N,
+                   f'samples {(r["latency_ns"] or {}).get("samples")} of {N}; stamps ahead of the kernel clock: '
+                   f'{sum(x.get("clock_behind", 0) for x in r.get("streams", []))}')
 
     # Several streams from two threads, every one exact (per-stream state, per-stream lock).
     r, t, delta = run(lab, tmp, "xdp", "xdp", "xdp->xdp, 2 threads x 2 streams",
