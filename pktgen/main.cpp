@@ -381,6 +381,7 @@ int main(int argc, char** argv) {
 
     // Final report: from the joined workers' own counters.
     stats::TxCounters total;
+    stats::InBurstRate in_burst;
     uint64_t first = ~0ull, last = 0;
     std::string errors;
     bool stalled = false;
@@ -394,6 +395,10 @@ int main(int argc, char** argv) {
       total.retries += c.retries;
       total.end_markers += c.end_markers;
       total.pace_slips += c.pace_slips;
+      // Workers send at the same time: their in-burst rates add up.
+      const stats::InBurstRate ib = stats::in_burst_rate(c);
+      in_burst.mean_pps += ib.mean_pps;
+      in_burst.peak_pps += ib.peak_pps;
       if (c.last_error) total.last_error = c.last_error;
       if (c.packets) {
         first = std::min(first, c.first_ns);
@@ -413,6 +418,9 @@ int main(int argc, char** argv) {
                 r.payload_mbps, r.pps, r.l2_mbps, r.l1_mbps);
     if (pct) std::printf("line rate: %.1f%% of %s (L1 bits)%s\n", *pct, link.text().c_str(), link.nominal ? ", nominal speed" : "");
     if (cfg.rate) std::printf("rate: asked %.0f pps, achieved %.0f pps (%.1f%%)\n", asked_pps, r.pps, asked_pps > 0 ? r.pps * 100 / asked_pps : 0.0);
+    if (in_burst.peak_pps > 0)
+      std::printf("in-burst rate: %.0f pps over whole bursts, peak %.0f pps (the fastest burst)\n", in_burst.mean_pps,
+                  in_burst.peak_pps);
     if (total.failed)
       std::printf("sender errors: %" PRIu64 " packets refused by the OS (%s); they count as lost at the receiver\n",
                   total.failed, errno_text(total.last_error).c_str());
@@ -427,7 +435,9 @@ int main(int argc, char** argv) {
     nlohmann::json result = {{"type", "result"}, {"tool", "pktgen"}, {"settings", settings}, {"time_s", seconds},
                 {"sent", total.packets}, {"payload_bytes", total.payload_bytes}, {"failed", total.failed},
                 {"retries", total.retries}, {"end_markers", total.end_markers}, {"pace_slips", total.pace_slips},
-                {"pps", r.pps}, {"payload_mbps", r.payload_mbps}, {"l2_mbps", r.l2_mbps}, {"l1_mbps", r.l1_mbps},
+                {"pps", r.pps},
+                {"in_burst_pps", in_burst.peak_pps > 0 ? nlohmann::json(in_burst.mean_pps) : nlohmann::json(nullptr)},
+                {"in_burst_peak_pps", in_burst.peak_pps > 0 ? nlohmann::json(in_burst.peak_pps) : nlohmann::json(nullptr)}, {"payload_mbps", r.payload_mbps}, {"l2_mbps", r.l2_mbps}, {"l1_mbps", r.l1_mbps},
                 {"line_rate_pct", pct ? nlohmann::json(*pct) : nlohmann::json(nullptr)}, {"line_rate_basis", "l1"},
                 {"link", link.device}, {"link_speed_mbps", link.speed_mbps ? nlohmann::json(*link.speed_mbps) : nlohmann::json(nullptr)},
                 {"link_nominal", link.nominal}, {"rate_pps_asked", cfg.rate ? nlohmann::json(asked_pps) : nlohmann::json(nullptr)},

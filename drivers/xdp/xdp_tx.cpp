@@ -247,8 +247,11 @@ engine::TxResult XdpTxProgram::run(engine::TxPlan plan, stats::TxSnapshotRing& s
   while ((plan.quota == 0 || c.packets < plan.quota) && now < end_ns && !stop.load(std::memory_order_relaxed)) {
     // Paced: one burst per call (more only past kMaxCallFrames). Unpaced:
     // back-to-back bursts are one stream of frames, so calls are large.
-    uint64_t burst_left = paced ? plan.pace.burst : std::max<uint64_t>(plan.pace.burst, kUnpacedCallFrames);
+    const uint64_t burst_start_ns = now;
+    const uint64_t burst_packets = paced ? plan.pace.burst : std::max<uint64_t>(plan.pace.burst, kUnpacedCallFrames);
+    uint64_t burst_left = burst_packets;
     if (plan.quota) burst_left = std::min<uint64_t>(burst_left, plan.quota - c.packets);
+    const bool whole_burst = burst_left == burst_packets;
     while (burst_left && !err) {
       const size_t i = flow_cursor;
       flow_cursor = flow_cursor + 1 == flows ? 0 : flow_cursor + 1;
@@ -262,6 +265,7 @@ engine::TxResult XdpTxProgram::run(engine::TxPlan plan, stats::TxSnapshotRing& s
     }
     now = now_ns();
     c.last_ns = now;
+    if (whole_burst && !burst_left) c.note_burst(burst_packets, now - burst_start_ns);
     if (err == EINTR) {
       err = 0;  // a signal: the stop flag says whether it meant us
     } else if (err) {

@@ -147,8 +147,10 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
   uint64_t reserve_stuck_since = 0;
   while ((plan.quota == 0 || c.packets < plan.quota) && now < end_ns && !result.stalled &&
          !stop.load(std::memory_order_relaxed)) {
+    const uint64_t burst_start_ns = now;
     uint64_t burst_left = plan.pace.burst;
     if (plan.quota) burst_left = std::min<uint64_t>(burst_left, plan.quota - c.packets);
+    const bool whole_burst = burst_left == plan.pace.burst;
     while (burst_left) {
       const uint32_t want = static_cast<uint32_t>(std::min<uint64_t>(burst_left, plan.batch));
       std::span<TxSlot> slots = q.reserve(want);
@@ -181,6 +183,7 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
     }
     now = now_ns();
     c.last_ns = now;
+    if (whole_burst && !burst_left) c.note_burst(plan.pace.burst, now - burst_start_ns);
     if (now >= next_publish_ns) {
       publish(now, false);
       next_publish_ns = now + plan.publish_every_ns;

@@ -19,8 +19,37 @@ struct alignas(ring::kCacheLine) TxCounters {
   uint64_t pace_slips = 0;     // rate-paced schedule rebased after falling behind
   uint64_t first_ns = 0;       // first data packet handed over
   uint64_t last_ns = 0;        // last data packet handed over
+  // Whole bursts, timed from the burst's start to the return of its last
+  // commit: the rate the sender hands packets over *inside* a burst, which
+  // is what a queue sees at its peak (the average hides it).
+  uint64_t burst_packets = 0;     // packets in the timed bursts
+  uint64_t burst_ns = 0;          // sum of their durations
+  uint64_t peak_burst_packets = 0, peak_burst_ns = 0;  // the fastest one (most packets per ns)
   int last_error = 0;
+
+  // Once per burst, not per packet.
+  void note_burst(uint64_t packets, uint64_t ns) {
+    ns = ns ? ns : 1;  // a coarse clock: count it as 1 ns rather than divide by 0 later
+    burst_packets += packets;
+    burst_ns += ns;
+    if (peak_burst_ns == 0 || packets * peak_burst_ns > peak_burst_packets * ns) {
+      peak_burst_packets = packets;
+      peak_burst_ns = ns;
+    }
+  }
 };
+
+// In-burst rates of one worker: over all its whole bursts, and its fastest one.
+struct InBurstRate {
+  double mean_pps = 0, peak_pps = 0;
+};
+inline InBurstRate in_burst_rate(const TxCounters& c) {
+  InBurstRate r;
+  if (c.burst_ns == 0) return r;
+  r.mean_pps = static_cast<double>(c.burst_packets) * 1e9 / static_cast<double>(c.burst_ns);
+  r.peak_pps = static_cast<double>(c.peak_burst_packets) * 1e9 / static_cast<double>(c.peak_burst_ns);
+  return r;
+}
 
 struct alignas(ring::kCacheLine) RxCounters {
   uint64_t frames = 0;         // everything the backend delivered

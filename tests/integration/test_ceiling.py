@@ -11,14 +11,15 @@
    trials: the queue (rate * latency + burst = 79 KB) absorbs that many bytes
    of excess, so a T-second trial passes up to (79 KB / T) / 2.5 MB/s = 1.05%
    above the rate; the 1% resolution bounds the other side. The queue is that
-   deep because it must also ride out this VM's stalls of the qdisc's own
-   dequeue (its watchdog timer and softirq): with a 10 ms queue, a CI run lost
-   13 packets in the qdisc at 89% of the shaped rate with the sender on
-   schedule (no pace slips), i.e. tbf did not dequeue for ~21 ms; 79 KB rides
+   deep because it must also ride out this VM's stalls: with a 10 ms queue, a
+   CI run lost 13 packets in the qdisc at 89% of the shaped rate (tbf did not
+   dequeue for ~21 ms; the sender was 1.2% short, i.e. it slipped too); 79 KB rides
    out ~45 ms at 1400 B. (64 B frames are not
    used here: 34k pps of small frames through tbf and a veth is more than this
    shared 2-core VM carries, so the measured ceiling there is the host's.)
-   The drops at the first failing rate must be in the qdisc line of the
+   ceiling sets aside (and runs again) a trial that lost packets while pktgen
+   slipped; each set-aside trial must show both. The in-burst peak at the NDR
+   must be above its average. The drops at the first failing rate must be in the qdisc line of the
    ledger, none unattributed. The back-to-back burst must match what the tbf
    holds: (queue + bucket) / frame. CSV, JSON lines and the SVG (rendered
    with rsvg-convert to a PNG of sane size) are checked too, and the lab must
@@ -141,6 +142,11 @@ def shaped_search(c, tmp):
     trials = records(j, "trial")
     c.eq("result records", sorted(results), [466, 1400])
     c.true("every trial ran", trials and all(t["ok"] for t in trials), str([t.get("error") for t in trials if not t["ok"]]))
+    aside = [t for t in trials if t.get("set_aside")]
+    c.true(f"set-aside trials ({len(aside)}) all lost packets with the sender off its schedule",
+           all(t["lost"] > 0 and t["pace_slips"] > 0 for t in aside),
+           str([(t["k"], t["lost"], t["pace_slips"]) for t in aside]))
+    c.eq("set-aside count in the results", sum(r["set_aside_trials"] for r in results.values()), len(aside))
     for payload, r in sorted(results.items()):
         # tbf's byte count per packet, from tc -s itself (sender-side qdisc counters of each trial).
         qb = qp = 0
@@ -162,6 +168,10 @@ def shaped_search(c, tmp):
                abs(got - expect) <= 0.02 * expect,
                f"{(got - expect) / expect * 100:+.2f}% (achieved {ndr['achieved']['pps'] if ndr['rate'] else 0:.0f})")
         c.true(f"{payload} B: NDR confirmed by a repeat", ndr["confirmed"])
+        # Offered rate as asked, as achieved, and at its peak inside a burst (auto bursts of ~1 ms here).
+        peak = ndr.get("in_burst_peak_pps") or 0
+        c.true(f"{payload} B: NDR in-burst peak {peak:.0f} pps above the achieved average",
+               ndr["rate"] is not None and peak > ndr["achieved"]["pps"], str(peak))
         ff = ndr.get("first_fail")
         c.true(f"{payload} B: a failing rate above the NDR", ff is not None)
         if ff:

@@ -123,6 +123,11 @@ std::string format_table(const std::vector<SizeResult>& results, const Config& c
   else if (!info.link.speed_mbps) s += "% line: n/a, the sender's interface reports no link speed.\n";
   if (results.size() && results.front().b2b.ran)
     s += "b2b burst: longest burst at --delay 0 with no loss, " + std::to_string(cfg.b2b_repeats) + " bursts per trial (RFC 2544 26.4); +: reached --b2b-max.\n";
+  uint32_t aside = 0;
+  for (const auto& r : results) aside += r.set_aside;
+  if (aside)
+    s += std::to_string(aside) + " trial(s) set aside and run again: they lost packets while the sender fell off its schedule"
+         " (pace slips; a stalled host stalls the path's queues too). Each is in the JSON/CSV log with `set_aside`.\n";
   // The ledger of each size's first failing rate, in full.
   for (const auto& r : results) {
     if (!r.ran_throughput || !r.ndr.first_fail) continue;
@@ -130,7 +135,14 @@ std::string format_table(const std::vector<SizeResult>& results, const Config& c
     std::snprintf(b, sizeof b, "\n%u B payload: first failing rate %.0f pps achieved (%s), %" PRIu64 " of %" PRIu64 " lost\n",
                   r.plan.payload, o.achieved_pps, o.spec.rate_pps > 0 ? ("asked " + f("%.0f", o.spec.rate_pps)).c_str() : "unpaced",
                   o.lost, o.sent);
-    s += b + ledger::format(o.ledger);
+    s += b;
+    if (o.in_burst_peak_pps > 0 || (r.ndr.best && r.ndr.best->in_burst_peak_pps > 0)) {
+      std::snprintf(b, sizeof b, "offered inside bursts (peak, the fastest burst): %s pps at the NDR, %s pps here\n",
+                    r.ndr.best && r.ndr.best->in_burst_peak_pps > 0 ? f("%.0f", r.ndr.best->in_burst_peak_pps).c_str() : "-",
+                    o.in_burst_peak_pps > 0 ? f("%.0f", o.in_burst_peak_pps).c_str() : "-");
+      s += b;
+    }
+    s += ledger::format(o.ledger);
   }
   return s;
 }
@@ -140,7 +152,8 @@ std::string summary_csv(const std::vector<SizeResult>& results, const RunInfo& i
       "requested_frame,frame,payload,ndr_state,ndr_confirmed,ndr_pps,ndr_asked_pps,ndr_achieved_pps,ndr_payload_mbps,ndr_l2_mbps,"
       "ndr_l1_mbps,ndr_line_rate_pct,pdr_state,pdr_confirmed,pdr_pps,pdr_asked_pps,pdr_achieved_pps,pdr_payload_mbps,pdr_l1_mbps,"
       "b2b_burst,b2b_at_max,"
-      "trials,first_fail_asked_pps,first_fail_achieved_pps,first_fail_loss_pct,first_fail_drops,error\n";
+      "trials,first_fail_asked_pps,first_fail_achieved_pps,first_fail_loss_pct,first_fail_drops,"
+      "ndr_in_burst_peak_pps,first_fail_in_burst_peak_pps,error\n";
   for (const auto& r : results) {
     auto rate_cols = [&](const RateResult& x, bool with_pct) {
       std::string c = std::string(state_name(x.state)) + "," + (x.confirmed ? "1" : "0") + ",";
@@ -169,13 +182,19 @@ std::string summary_csv(const std::vector<SizeResult>& results, const RunInfo& i
     } else {
       s += ",,,,";
     }
+    // The sender's fastest burst: what the queues saw at the peak, beside the average offered above.
+    const auto peak = [&](const std::optional<TrialOutcome>& o) {
+      return o && o->in_burst_peak_pps > 0 ? f("%.1f", o->in_burst_peak_pps) : std::string();
+    };
+    s += peak(r.ndr.best) + "," + peak(r.ndr.first_fail) + ",";
     s += csv_escape(r.error) + "\n";
   }
   return s;
 }
 
 std::string trials_csv(const std::vector<SizeResult>& results, const Config& cfg) {
-  std::string s = "k,frame,payload,kind,asked_pps,achieved_pps,rx_pps,burst,sent,received,lost,loss_pct,pass_ndr,pass_pdr,drops\n";
+  std::string s = "k,frame,payload,kind,asked_pps,achieved_pps,rx_pps,burst,sent,received,lost,loss_pct,pass_ndr,pass_pdr,drops,"
+                  "in_burst_pps,in_burst_peak_pps,set_aside\n";
   for (const auto& r : results)
     for (const auto& o : r.trials) {
       s += std::to_string(o.k) + "," + std::to_string(r.frame.l2) + "," + std::to_string(r.plan.payload) + "," +
@@ -183,7 +202,8 @@ std::string trials_csv(const std::vector<SizeResult>& results, const Config& cfg
            f("%.1f", o.achieved_pps) + "," + f("%.1f", o.rx_pps) + "," + std::to_string(o.spec.burst) + "," +
            std::to_string(o.sent) + "," + std::to_string(o.received) + "," + std::to_string(o.lost) + "," +
            f("%.4f", o.loss_ratio() * 100) + "," + (o.lost == 0 ? "1" : "0") + "," +
-           (o.loss_ratio() <= cfg.pdr_threshold ? "1" : "0") + "," + csv_escape(ledger::brief(o.ledger)) + "\n";
+           (o.loss_ratio() <= cfg.pdr_threshold ? "1" : "0") + "," + csv_escape(ledger::brief(o.ledger)) + "," +
+           f("%.1f", o.in_burst_pps) + "," + f("%.1f", o.in_burst_peak_pps) + "," + (o.set_aside.empty() ? "0" : "1") + "\n";
     }
   return s;
 }

@@ -89,9 +89,18 @@ void Runner::progress_done(const SizeResult&, const TrialOutcome& o) {
     std::snprintf(b, sizeof b, "%s pps achieved, %" PRIu64 " of %" PRIu64 " lost (%.3f%%)%s%s", units::si(o.achieved_pps, 2).c_str(),
                   o.lost, o.sent, o.loss_ratio() * 100, o.lost ? ": " : "", o.lost ? ledger::brief(o.ledger).c_str() : "");
   last_result_ = b;
+  if (!o.set_aside.empty()) last_result_ += " [set aside: the sender slipped; again]";
 }
 
-std::optional<TrialOutcome> Runner::trial(SizeResult& r, const TrialSpec& spec) {
+std::optional<TrialOutcome> Runner::rate_trial(SizeResult& r, const TrialSpec& spec, const RateSearch& s) {
+  for (uint32_t aside = 0;; ++aside) {
+    auto o = trial(r, spec, aside < kMaxSetAside ? &s : nullptr);
+    if (!o || o->set_aside.empty()) return o;
+    ++r.set_aside;
+  }
+}
+
+std::optional<TrialOutcome> Runner::trial(SizeResult& r, const TrialSpec& spec, const RateSearch* judge) {
   if (stop_flag().load()) return std::nullopt;
   progress_start(r, spec);
   TrialOutcome o = trials_.run(spec);
@@ -101,6 +110,9 @@ std::optional<TrialOutcome> Runner::trial(SizeResult& r, const TrialSpec& spec) 
     progress_start(r, spec);
     o = trials_.run(spec);
   }
+  if (o.ok && judge && set_aside_for_slips(judge->passes(o.point(0)), o.pace_slips))
+    o.set_aside = "lost packets while the sender fell off its schedule (" + std::to_string(o.pace_slips) +
+                  " pace slips): run again";
   progress_done(r, o);
   nlohmann::json j = {{"type", "trial"},
                       {"tool", "ceiling"},
@@ -122,6 +134,8 @@ std::optional<TrialOutcome> Runner::trial(SizeResult& r, const TrialSpec& spec) 
     j["loss_pct"] = o.loss_ratio() * 100;
     j["failed"] = o.failed;
     j["pace_slips"] = o.pace_slips;
+    j["in_burst"] = {{"mean_pps", o.in_burst_pps}, {"peak_pps", o.in_burst_peak_pps}};
+    j["set_aside"] = o.set_aside.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.set_aside);
     j["tx_backend"] = o.tx_backend;
     j["rx_backend"] = o.rx_backend;
     j["ledger"] = o.ledger_json;
@@ -153,7 +167,7 @@ void Runner::search(SizeResult& r, RateSearch& s, RateResult& out) {
   for (;;) {
     while (s.state() == SearchState::searching) {
       const double target = *s.next_target();
-      auto o = trial(r, paced(r.plan.payload, target, TrialKind::throughput));
+      auto o = rate_trial(r, paced(r.plan.payload, target, TrialKind::throughput), s);
       if (!o) {
         live_ = nullptr;
         return;
@@ -166,7 +180,7 @@ void Runner::search(SizeResult& r, RateSearch& s, RateResult& out) {
     // that does not hold twice is not the ceiling.
     ++confirm_rounds;
     const double rate = lo->rate;
-    auto c = trial(r, paced(r.plan.payload, rate, TrialKind::confirm));
+    auto c = rate_trial(r, paced(r.plan.payload, rate, TrialKind::confirm), s);
     if (!c) break;
     const RatePoint cp = c->point(static_cast<uint32_t>(r.trials.size() - 1));
     s.add(cp);
@@ -223,7 +237,8 @@ void Runner::throughput(SizeResult& r) {
   RateSearch pdr({cfg_.pdr_threshold, cfg_.resolution, cfg_.min_pps, cfg_.max_trials});
   std::vector<RatePoint> history;
   for (uint32_t i = 0; i < r.trials.size(); ++i)
-    if (r.trials[i].spec.kind != TrialKind::back_to_back) history.push_back(r.trials[i].point(i));
+    if (r.trials[i].spec.kind != TrialKind::back_to_back && r.trials[i].set_aside.empty())
+      history.push_back(r.trials[i].point(i));
   pdr.seed(history);
   search(r, pdr, r.pdr);
 }
@@ -262,7 +277,8 @@ std::vector<SizeResult> Runner::run() {
     if (cfg_.back_to_back && r.error.empty() && !stop_flag().load()) back_to_back(r);
     nlohmann::json j = {{"type", "result"}, {"tool", "ceiling"}, {"payload", r.plan.payload}, {"frame", r.frame.l2},
                         {"requested_frame", r.plan.rfc_frame ? nlohmann::json(*r.plan.rfc_frame) : nlohmann::json(nullptr)},
-                        {"clamped_to_minimum", r.plan.clamped}, {"trials", r.trials.size()}};
+                        {"clamped_to_minimum", r.plan.clamped}, {"trials", r.trials.size()},
+                        {"set_aside_trials", r.set_aside}};
     if (!r.error.empty()) j["error"] = r.error;
     auto rate_result = [&](const RateResult& x, double threshold) {
       nlohmann::json o = {{"state", state_name(x.state)}, {"loss_threshold_pct", threshold * 100},
@@ -271,12 +287,17 @@ std::vector<SizeResult> Runner::run() {
         o["rate"] = rate_json(x.pps, r.frame, info_.link);
         o["asked_pps"] = x.asked_pps > 0 ? nlohmann::json(x.asked_pps) : nlohmann::json(nullptr);
         o["achieved"] = rate_json(x.achieved_pps, r.frame, info_.link);
+        // The peak the queues saw while the NDR trials passed: the faster of the best trial and its repeat.
+        double peak = x.best->in_burst_peak_pps;
+        if (x.confirmed && x.confirm) peak = std::max(peak, x.confirm->in_burst_peak_pps);
+        o["in_burst_peak_pps"] = peak > 0 ? nlohmann::json(peak) : nlohmann::json(nullptr);
       } else {
         o["rate"] = nullptr;
       }
       if (x.first_fail)
         o["first_fail"] = {{"asked_pps", x.first_fail->spec.rate_pps > 0 ? nlohmann::json(x.first_fail->spec.rate_pps) : nlohmann::json(nullptr)},
                            {"achieved_pps", x.first_fail->achieved_pps},
+                           {"in_burst_peak_pps", x.first_fail->in_burst_peak_pps > 0 ? nlohmann::json(x.first_fail->in_burst_peak_pps) : nlohmann::json(nullptr)},
                            {"loss_pct", x.first_fail->loss_ratio() * 100},
                            {"drops", ledger::brief(x.first_fail->ledger)},
                            {"ledger", x.first_fail->ledger_json}};

@@ -45,6 +45,7 @@ struct SizeResult {
   RateResult ndr, pdr;
   BurstResult b2b;
   std::vector<TrialOutcome> trials;
+  uint32_t set_aside = 0;  // rate trials not counted: lost packets while the sender slipped (run again)
   std::string error;
 };
 
@@ -64,7 +65,10 @@ class Runner {
   void throughput(SizeResult& r);
   void search(SizeResult& r, RateSearch& s, RateResult& out);
   void back_to_back(SizeResult& r);
-  std::optional<TrialOutcome> trial(SizeResult& r, const TrialSpec& spec);
+  // One trial; with `judge`, a failure while the sender slipped is marked set aside.
+  std::optional<TrialOutcome> trial(SizeResult& r, const TrialSpec& spec, const RateSearch* judge = nullptr);
+  // A rate trial for search `s`, run again while it is set aside (at most kMaxSetAside times).
+  std::optional<TrialOutcome> rate_trial(SizeResult& r, const TrialSpec& spec, const RateSearch& s);
   TrialSpec paced(uint32_t size, double rate_pps, TrialKind kind) const;
   void progress_start(const SizeResult& r, const TrialSpec& spec);
   void progress_done(const SizeResult& r, const TrialOutcome& o);

@@ -40,6 +40,16 @@ struct RatePoint {
 
 // A sender more than this far below the asked rate did not offer it.
 inline constexpr double kSenderShortfall = 0.05;
+
+// A trial that lost packets while the sender fell off its schedule (pace
+// slips: stalled for more than 8 burst periods, then rebased) did not offer
+// the asked load as asked, and a stall that long on this host stalls the
+// queues on the path too (measured on this VM: every lossy trial below a
+// tbf's rate had slips). It is set aside -- kept in the log, not counted --
+// and run again, at most kMaxSetAside times for one rate; after that the
+// loss stands. A pass stands as it is: a pause cannot add load.
+inline constexpr uint32_t kMaxSetAside = 2;
+inline bool set_aside_for_slips(bool passed, uint64_t pace_slips) { return !passed && pace_slips > 0; }
 // The rate a trial stands for: asked, or achieved when unpaced or when a pass fell short.
 double trial_rate(double asked_pps, double achieved_pps, bool passed);
 

@@ -181,6 +181,12 @@ TrialOutcome TrialRunner::run(const TrialSpec& spec) {
   o.achieved_pps = tx.result.value("pps", 0.0);
   o.tx_seconds = tx.result.value("time_s", 0.0);
   o.pace_slips = tx.result.value("pace_slips", uint64_t{0});
+  const auto number_or_0 = [&](const char* key) {
+    const auto it = tx.result.find(key);
+    return it != tx.result.end() && it->is_number() ? it->get<double>() : 0.0;
+  };
+  o.in_burst_pps = number_or_0("in_burst_pps");
+  o.in_burst_peak_pps = number_or_0("in_burst_peak_pps");
   o.received = rx.value("received", uint64_t{0});
   o.rx_pps = rx.value("pps", 0.0);
   o.rx_backend = rx.value("backend", "");

@@ -149,3 +149,12 @@ TEST(BurstSearch, EvenOnePacketLost) {
   while (auto n = b.next()) b.add(*n, false);
   EXPECT_EQ(b.longest_pass(), 0u);
 }
+
+// Only a loss with the sender off its schedule is set aside; a pass stands, and so does a loss on schedule.
+TEST(SetAside, OnlyLossesWhileTheSenderSlipped) {
+  EXPECT_TRUE(set_aside_for_slips(false, 1));
+  EXPECT_FALSE(set_aside_for_slips(false, 0));
+  EXPECT_FALSE(set_aside_for_slips(true, 5));
+  EXPECT_FALSE(set_aside_for_slips(true, 0));
+  EXPECT_GE(kMaxSetAside, 1u);
+}

@@ -437,6 +437,41 @@ TEST(RunTxUdpPayload, QuotaOfDataFramesWithContiguousSequencesAndEndMarkers) {
   EXPECT_EQ(run.q->cancelled, 0u) << "nothing is given back when the backend keeps taking";
 }
 
+// In-burst timing: only whole bursts count (the partial last one would
+// read as a faster or slower burst than the plan's), and the fastest one is
+// the one with the most packets per nanosecond.
+TEST(TxCountersBursts, PeakIsTheFastestBurstAndMeanIsOverAllOfThem) {
+  stats::TxCounters c;
+  EXPECT_EQ(stats::in_burst_rate(c).peak_pps, 0.0) << "nothing timed: no rate";
+  c.note_burst(100, 1000);
+  c.note_burst(100, 500);
+  c.note_burst(50, 400);
+  EXPECT_EQ(c.burst_packets, 250u);
+  EXPECT_EQ(c.burst_ns, 1900u);
+  EXPECT_EQ(c.peak_burst_packets, 100u);
+  EXPECT_EQ(c.peak_burst_ns, 500u);
+  const stats::InBurstRate r = stats::in_burst_rate(c);
+  EXPECT_DOUBLE_EQ(r.mean_pps, 250e9 / 1900);
+  EXPECT_DOUBLE_EQ(r.peak_pps, 100e9 / 500);
+  c.note_burst(10, 0);  // a clock too coarse to see the burst: 1 ns, not a division by zero
+  EXPECT_EQ(c.peak_burst_ns, 1u);
+  EXPECT_DOUBLE_EQ(stats::in_burst_rate(c).peak_pps, 10e9);
+}
+
+TEST(RunTxUdpPayload, TimesWholeBurstsOnly) {
+  const Config c{1, false, 64, 999};  // bursts of 100: nine whole ones and a last one of 99
+  const auto plan = make_plan<Layer::udp_payload>(c);
+  const auto run = transmit<Layer::udp_payload>(plan, pushy({}));
+  const stats::TxCounters& k = run.result.counters;
+  EXPECT_EQ(k.packets, 999u);
+  EXPECT_EQ(k.burst_packets, 900u);
+  EXPECT_EQ(k.peak_burst_packets, 100u);
+  EXPECT_GT(k.burst_ns, 0u);
+  const stats::InBurstRate r = stats::in_burst_rate(k);
+  EXPECT_GE(r.peak_pps, r.mean_pps);
+  EXPECT_GT(r.mean_pps, 0.0);
+}
+
 TEST(RunTxUdpPayload, FramesRoundTripThroughRunRx) {
   const Config c{2, false, 64, 1000};
   const auto run = transmit<Layer::udp_payload>(make_plan<Layer::udp_payload>(c), pushy());
