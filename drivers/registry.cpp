@@ -1,6 +1,7 @@
 #include "registry.hpp"
 
 #include <linux/capability.h>
+#include <cstdio>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -54,6 +55,19 @@ std::vector<std::string> backend_choices() { return {"auto", "dpdk", "xdp", "afx
 
 bool is_raw(Backend b) { return b == Backend::afpacket || b == Backend::afxdp || b == Backend::dpdk || b == Backend::xdp; }
 
+namespace {
+// CAP_BPF is 39; a kernel knows it when its last capability is at least that.
+bool kernel_has_cap_bpf() {
+  FILE* f = std::fopen("/proc/sys/kernel/cap_last_cap", "r");
+  int last = 0;
+  if (f) {
+    if (std::fscanf(f, "%d", &last) != 1) last = 0;
+    std::fclose(f);
+  }
+  return last >= 39;
+}
+}  // namespace
+
 std::vector<int> capabilities_after_setup(Backend b) {
   switch (b) {
     case Backend::socket:
@@ -63,9 +77,13 @@ std::vector<int> capabilities_after_setup(Backend b) {
       return {CAP_NET_RAW, CAP_NET_ADMIN};
     case Backend::afxdp:
     case Backend::xdp:
-      // BPF map reads and BPF_PROG_RUN go through bpf(), which kernels before
-      // 6.5 gate on CAP_BPF (or CAP_SYS_ADMIN) for every command.
-      return {CAP_NET_RAW, CAP_NET_ADMIN, CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN};
+      // Map reads and BPF_PROG_RUN go through bpf(), gated on bpf_capable():
+      // CAP_BPF, or CAP_SYS_ADMIN on kernels older than 5.8 that have no
+      // CAP_BPF (cap_last_cap < 39). Detaching our program at exit is netlink
+      // (CAP_NET_ADMIN); nothing looks a program up by id, which would need
+      // CAP_SYS_ADMIN.
+      if (kernel_has_cap_bpf()) return {CAP_NET_RAW, CAP_NET_ADMIN, CAP_BPF, CAP_PERFMON};
+      return {CAP_NET_RAW, CAP_NET_ADMIN, CAP_SYS_ADMIN};
     case Backend::dpdk:
       // The PMDs' own control paths (tap netlink, link state ioctls) and EAL
       // teardown (hugepage and runtime files) run after setup.

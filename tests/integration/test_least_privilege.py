@@ -18,7 +18,10 @@ KEEP = {
     "socket": 0,
     "uring": 0,
     "afpacket": 1 << NET_RAW | 1 << NET_ADMIN,
-    "afxdp": 1 << NET_RAW | 1 << NET_ADMIN | 1 << BPF | 1 << PERFMON | 1 << SYS_ADMIN,
+    # CAP_SYS_ADMIN only where the kernel has no CAP_BPF (before 5.8).
+    "afxdp": 1 << NET_RAW | 1 << NET_ADMIN | (1 << BPF | 1 << PERFMON
+                                              if int(open("/proc/sys/kernel/cap_last_cap").read()) >= BPF
+                                              else 1 << SYS_ADMIN),
 }
 N = 20000
 c = Checks("least_privilege")
