@@ -6,7 +6,8 @@
    which at a veth's egress is the Ethernet frame without FCS (no preamble,
    no gap): payload + 8 UDP + 20 IPv4 + 14 Ethernet = payload + 42 bytes. The
    test checks that from tc's own Sent bytes/packets, then expects
-   NDR = 20e6 / (8 * (payload + 42)) pps, within 2%, for two sizes (1400 B
+   NDR = 20e6 / (8 * (payload + 42)) pps, within 2% (reported, not checked,
+   under the sanitizer stage's instrumented build), for two sizes (1400 B
    payload and the RFC 2544 512 B frame, 466 B payload). Why 30 ms and 3 s
    trials: the queue (rate * latency + burst = 79 KB) absorbs that many bytes
    of excess, so a T-second trial passes up to (79 KB / T) / 2.5 MB/s = 1.05%
@@ -49,6 +50,7 @@ SHAPE_MBIT = 20
 SHAPE = f"tbf rate {SHAPE_MBIT}mbit burst 32kbit latency 30ms"
 TBF_LIMIT = SHAPE_MBIT * 1e6 / 8 * 0.030 + 4000  # bytes: rate * latency + burst (how tc computes limit)
 TBF_BUCKET = 4000                                # 32 kbit
+SANITIZED = os.environ.get("RATELINE_SANITIZED", "")  # set by tools/check.d/10-sanitize
 
 
 def protocol_client(host, port):
@@ -164,9 +166,13 @@ def shaped_search(c, tmp):
         ndr = r["ndr"]
         got = ndr["rate"]["pps"] if ndr["rate"] else 0
         c.true(f"{payload} B: NDR search converged", ndr["state"] == "converged", ndr["state"])
-        c.true(f"{payload} B: NDR {got:.0f} pps within 2% of the shaped {expect:.0f} pps",
-               abs(got - expect) <= 0.02 * expect,
-               f"{(got - expect) / expect * 100:+.2f}% (achieved {ndr['achieved']['pps'] if ndr['rate'] else 0:.0f})")
+        what = f"{payload} B: NDR {got:.0f} pps within 2% of the shaped {expect:.0f} pps"
+        detail = f"{(got - expect) / expect * 100:+.2f}% (achieved {ndr['achieved']['pps'] if ndr['rate'] else 0:.0f})"
+        if SANITIZED:
+            # Instrumented binaries on a shared VM: the precision is the host's; the main suite checks it.
+            print(f"info {what}: {detail} (not checked under {SANITIZED})")
+        else:
+            c.true(what, abs(got - expect) <= 0.02 * expect, detail)
         c.true(f"{payload} B: NDR confirmed by a repeat", ndr["confirmed"])
         # Offered rate as asked, as achieved, and at its peak inside a burst (auto bursts of ~1 ms here).
         peak = ndr.get("in_burst_peak_pps") or 0
