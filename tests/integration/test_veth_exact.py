@@ -37,7 +37,7 @@ def pcap_times_ns(path):
 
 
 def capture_in_burst_pps(times, burst):
-    """Packets per second inside whole bursts: bursts are split where a gap exceeds 1/4 of the median burst period."""
+    """(pps inside whole bursts, how many whole bursts): bursts split where a gap exceeds 1/4 of a typical inter-burst gap."""
     gaps = [b - a for a, b in zip(times, times[1:])]
     if not gaps:
         return 0.0
