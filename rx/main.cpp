@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <latch>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <variant>
 
@@ -19,6 +20,7 @@
 #include "report/rates.hpp"
 #include "report/rx_summary.hpp"
 #include "rx_config.hpp"
+#include "socket/port_guard.hpp"
 #include "topo/topology.hpp"
 #include "util/errors.hpp"
 #include "util/privileges.hpp"
@@ -101,6 +103,9 @@ int main(int argc, char** argv) {
           "rx", cfg.dpdk_args, cfg.device, placement.main_cpu, placement.worker_cpus, false, 0, cfg.batch});
       iface.name = dpdk->name();
     }
+    // A PMD on a kernel interface (net_af_packet) leaves the stack a copy of each frame: hold the port (port_guard.hpp).
+    std::optional<drivers::PortGuard> dpdk_guard;
+    if (dpdk && !dpdk->kernel_iface().empty() && dpdk->driver() == "net_af_packet") dpdk_guard.emplace(cfg.port, cfg.ipv6);
 #endif
 
 #if RATELINE_HAVE_AFXDP

@@ -209,34 +209,7 @@ AfPacketRxQueue::AfPacketRxQueue(const RawRxConfig& cfg) : timeout_ms_(cfg.poll_
       throw SetupError("Couldn't join AF_PACKET fanout group: " + errno_text(e));
     }
   }
-  if (cfg.guard_port) {
-    // The frames we tap still go up the kernel stack. A UDP socket holding
-    // the port keeps the stack from answering each one with ICMP port
-    // unreachable; its filter discards them at once (the kernel counts them
-    // as UDP InErrors, and the report says so).
-    guard_fd_ = ::socket(cfg.ipv6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_storage ss{};
-    socklen_t len;
-    if (cfg.ipv6) {
-      auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
-      a->sin6_family = AF_INET6;
-      a->sin6_port = htons(cfg.guard_port);
-      len = sizeof *a;
-      const int v6only = 0;
-      setsockopt(guard_fd_, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
-    } else {
-      auto* a = reinterpret_cast<sockaddr_in*>(&ss);
-      a->sin_family = AF_INET;
-      a->sin_port = htons(cfg.guard_port);
-      len = sizeof *a;
-    }
-    const int reuse = 1;
-    setsockopt(guard_fd_, SOL_SOCKET, SO_REUSEPORT, &reuse, sizeof reuse);
-    sock_filter drop_all[] = {{BPF_RET | BPF_K, 0, 0, 0}};
-    sock_fprog prog{1, drop_all};
-    setsockopt(guard_fd_, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog);
-    ::bind(guard_fd_, reinterpret_cast<sockaddr*>(&ss), len);
-  }
+  if (cfg.guard_port) guard_ = PortGuard(cfg.guard_port, cfg.ipv6);  // see socket/port_guard.hpp
   frames_.resize(cfg.batch);
   finished_.reserve(blocks_);
 }
@@ -244,7 +217,6 @@ AfPacketRxQueue::AfPacketRxQueue(const RawRxConfig& cfg) : timeout_ms_(cfg.poll_
 AfPacketRxQueue::~AfPacketRxQueue() {
   if (ring_) munmap(ring_, ring_bytes_);
   if (fd_ >= 0) ::close(fd_);
-  if (guard_fd_ >= 0) ::close(guard_fd_);
 }
 
 uint32_t AfPacketRxQueue::take(uint32_t n) {

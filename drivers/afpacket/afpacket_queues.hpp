@@ -22,6 +22,7 @@
 
 #include "engine/queue.hpp"
 #include "net/iface.hpp"
+#include "socket/port_guard.hpp"
 
 namespace rateline::drivers {
 
@@ -95,7 +96,7 @@ class AfPacketRxQueue {
   uint32_t take(uint32_t n);
 
   int fd_ = -1;
-  int guard_fd_ = -1;
+  PortGuard guard_;
   uint8_t* ring_ = nullptr;
   size_t ring_bytes_ = 0;
   uint32_t block_bytes_ = 0, blocks_ = 0;
