@@ -153,3 +153,28 @@ TEST(Counters, ReadsThisNamespace) {
   EXPECT_EQ(c.devices[0].name, "lo");
   EXPECT_TRUE(c.have_snmp);
 }
+
+TEST(Ledger, XdpReceiverOwnDropsAreNotLosses) {
+  // rx --backend xdp counts our frames in its XDP program and drops them: the veth's xdp_drops
+  // is the receiving itself. A real NIC drop next to it still counts.
+  Path p;
+  p.missing = 3;
+  p.raw_receiver = true;
+  p.receiver_backend = "xdp";
+  Counters r;
+  DeviceCounters d = dev("veth1", "veth");
+  d.ethtool["rx_queue_0_xdp_drops"] = 100000;
+  d.ethtool["rx_queue_0_drops"] = 3;
+  r.devices.push_back(d);
+  p.receiver = r;
+  const Ledger l = reconcile(p);
+  EXPECT_EQ(at(l, "nic"), 3u);
+  EXPECT_EQ(l.unattributed, 0u);
+  bool noted = false;
+  for (const auto& n : l.notes) noted |= n.find("rx_queue_0_xdp_drops +100000 left out") != std::string::npos;
+  EXPECT_TRUE(noted);
+
+  p.receiver_backend = "socket";  // any other receiver: an XDP drop is a drop
+  p.missing = 100003;
+  EXPECT_EQ(at(reconcile(p), "nic"), 100003u);
+}
