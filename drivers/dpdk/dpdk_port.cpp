@@ -18,8 +18,10 @@
 #include <sstream>
 
 #include "net/iface.hpp"
+#include "registry.hpp"
 #include "topo/topology.hpp"
 #include "util/errors.hpp"
+#include "util/privileges.hpp"
 
 namespace rateline::drivers {
 namespace {
@@ -160,6 +162,13 @@ void init_eal(std::vector<std::string> args, const std::string& note) {
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // The threads EAL starts (interrupt, multi-process, telemetry) are not
+  // ours to reach later: capabilities are per thread, and a new thread copies
+  // its creator's. So this thread narrows itself to DPDK's running set first
+  // and no EAL thread ever holds more (util/privileges.hpp). Unprivileged, or
+  // where the drop fails, EAL runs with what we have and init says why.
+  const std::vector<int> running = capabilities_after_setup(Backend::dpdk);
+  keep_only_capabilities(running);
   const int rc = rte_eal_init(static_cast<int>(args.size()), argv.data());
   if (rc < 0) {
     std::string cmd;

@@ -51,7 +51,8 @@ CapabilityDrop keep_only_capabilities(std::span<const int> keep) {
   // Bounding set first: dropping from it needs CAP_SETPCAP, which the capset below removes.
   const int last = last_cap();
   for (int c = 0; c <= last; ++c) {
-    if (keep_mask >> c & 1) continue;
+    // Already out (a second call, as DPDK's pre-EAL narrowing makes): nothing to drop, and no CAP_SETPCAP left to do it.
+    if (keep_mask >> c & 1 || prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 0) continue;
     if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0 && errno != EINVAL && r.error.empty())
       r.error = std::string("PR_CAPBSET_DROP: ") + std::strerror(errno);
   }

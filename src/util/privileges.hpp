@@ -5,8 +5,9 @@
 // itself once its setup is done (the workers after opening their queues, the
 // main thread after all of them). It trims the bounding set too, so a child
 // we spawn as uid 0 (the ledger's `tc`) cannot regain what we dropped, and
-// clears the ambient set. Threads made by libraries (DPDK's interrupt thread)
-// are not ours to change and keep what they started with.
+// clears the ambient set. Threads made by libraries are not ours to change:
+// they copy their creator's sets when they start, so we narrow the creating
+// thread first (DPDK: before rte_eal_init, drivers/dpdk/dpdk_port.cpp).
 #pragma once
 
 #include <cstdint>
