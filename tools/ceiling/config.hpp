@@ -58,6 +58,8 @@ struct Config {
   uint32_t rx_test_slow_us = 0;     // TEST AID: rx --test-slow-us
   uint32_t rx_threads = 1;
   std::string pktgen_bin, rx_bin;
+  std::string tx_dpdk_args;         // pktgen --dpdk-args (local lab default: net_af_packet on the sender's veth)
+  std::string rx_dpdk_args;         // --serve / local lab: rx --dpdk-args (lab default: net_af_packet on the receiver's veth)
 
   // Modes.
   std::string remote;               // HOST:PORT of `ceiling --serve`
@@ -67,6 +69,7 @@ struct Config {
   std::string lab_rx_ns;            // lab_child: the receiver namespace
   std::string lab_peer_device;      // lab_child: the receiver's veth
   std::string lab_device;           // lab_child: the sender's veth (the ledger's sender interface)
+  std::string lab_peer_mac;         // lab_child: the receiver veth's MAC (pktgen --dst-mac for dpdk)
   std::string lab_shape_text;       // lab_child: for the report
 
   // Output.

@@ -74,6 +74,8 @@ void VethLab::shape(const std::string& spec) {
   ip_cmd(args);
 }
 
+void VethLab::enable_receiver_napi() { ip_cmd({"ip", "netns", "exec", ns_rx, "ethtool", "-K", if_rx, "gro", "on"}); }
+
 void VethLab::destroy() noexcept {
   if (!made_) return;
   made_ = false;

@@ -24,6 +24,11 @@ class VethLab {
   void create();
   // `tc qdisc add dev <sender veth> root <spec>` in the sender's namespace.
   void shape(const std::string& spec);
+  // A veth hands XDP-transmitted frames (pktgen --backend xdp) only to a peer
+  // whose receive queue runs NAPI: an XDP program there turns it on, and so
+  // does GRO. UDP without a GRO-enabled socket is not merged, so the stack's
+  // work per packet stays what it was.
+  void enable_receiver_napi();
   void destroy() noexcept;
 
   std::string ns_tx, ns_rx, if_tx, if_rx, ip_tx, ip_rx, mac_tx, mac_rx;

@@ -67,15 +67,21 @@ std::string device_towards(const std::string& dst) {
   }
 }
 
-int run_sender(const Config& cfg) {
+int run_sender(const Config& given) {
+  Config cfg = given;
+  if (cfg.mode == Mode::lab_child && cfg.tx_dpdk_args.empty())
+    cfg.tx_dpdk_args = "--no-pci --vdev=net_af_packet0,iface=" + cfg.lab_device;
   install_stop_signals();
   signal(SIGPIPE, SIG_IGN);
   report::JsonLines json(cfg.json_path);
   std::unique_ptr<ReceiverLink> link;
   RunInfo info;
   if (cfg.mode == Mode::lab_child) {
+    // DPDK in the lab: the AF_PACKET PMD on each veth end (no hugepages needed; the EAL falls back to --no-huge).
+    const std::string rx_eal = !cfg.rx_dpdk_args.empty() ? cfg.rx_dpdk_args
+                             : "--no-pci --vdev=net_af_packet0,iface=" + cfg.lab_peer_device + ",framecnt=16384,blocksz=65536";
     link = ReceiverLink::spawn_agent({"ip", "netns", "exec", cfg.lab_rx_ns, self_exe(), "--serve-stdio", "--rx-bind", cfg.dst,
-                                      "--rx", cfg.rx_bin});
+                                      "--rx", cfg.rx_bin, "--rx-dpdk-args", rx_eal});
     info.mode = "local lab (veth pair " + cfg.lab_device + " -> " + cfg.lab_peer_device + ")";
     info.sender_device = cfg.device.empty() ? cfg.lab_device : cfg.device;
     info.shape = cfg.shape;
@@ -131,15 +137,19 @@ int run_local(const Config& cfg) {
   try {
     lab.create();
     if (!cfg.shape.empty()) lab.shape(cfg.shape);
+    if (cfg.tx_backend == "xdp") lab.enable_receiver_napi();
     if (!cfg.quiet)
       std::printf("ceiling: lab %s (%s, %s) <-> %s (%s, %s)%s%s\n", lab.ns_tx.c_str(), lab.if_tx.c_str(), lab.ip_tx.c_str(),
                   lab.ns_rx.c_str(), lab.if_rx.c_str(), lab.ip_rx.c_str(), cfg.shape.empty() ? "" : "; shaped: ",
                   cfg.shape.c_str());
+    if (!cfg.quiet && cfg.tx_backend == "xdp")
+      std::printf("ceiling: GRO on %s: a veth takes XDP-sent frames only with NAPI on (plain UDP is not merged)\n",
+                  lab.if_rx.c_str());
     std::fflush(stdout);
     std::vector<std::string> argv = {"ip", "netns", "exec", lab.ns_tx, self_exe()};
     argv.insert(argv.end(), cfg.argv.begin(), cfg.argv.end());
     for (const auto& a : {std::string("--lab-child"), std::string("--dst"), lab.ip_rx, std::string("--lab-rx-ns"), lab.ns_rx,
-                          std::string("--lab-device"), lab.if_tx, std::string("--lab-peer"), lab.if_rx, std::string("--pktgen"),
+                          std::string("--lab-device"), lab.if_tx, std::string("--lab-peer"), lab.if_rx, std::string("--lab-peer-mac"), lab.mac_rx, std::string("--pktgen"),
                           cfg.pktgen_bin, std::string("--rx"), cfg.rx_bin})
       argv.push_back(a);
     SpawnSpec s;
@@ -192,6 +202,7 @@ int main(int argc, char** argv) {
         s.listen = cfg.mode == Mode::serve ? cfg.listen : "";
         s.rx_bind = cfg.rx_bind;
         s.rx_bin = cfg.rx_bin;
+        s.rx_dpdk_args = cfg.rx_dpdk_args;
         s.verbose = cfg.mode == Mode::serve;
         return serve(s);
       }

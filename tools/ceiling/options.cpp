@@ -93,6 +93,11 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--tx-backend", cfg.tx_backend, "pktgen --backend (afpacket bypasses the qdisc: use socket to test through tc shaping)")
       ->capture_default_str();
   app.add_option("--rx-backend", cfg.rx_backend, "rx --backend")->capture_default_str();
+  app.add_option("--tx-dpdk-args", cfg.tx_dpdk_args,
+                 "--tx-backend dpdk: pktgen's EAL arguments (local lab default: --no-pci --vdev=net_af_packet0,iface=<sender veth>)");
+  app.add_option("--rx-dpdk-args", cfg.rx_dpdk_args,
+                 "--serve (or the local lab) with rx backend dpdk: rx's EAL arguments, set on the receiver only (the "
+                 "control protocol never carries them; lab default: net_af_packet on the receiver's veth)");
   app.add_option("--sndbuf", cfg.sndbuf, "pktgen --sndbuf");
   app.add_option("--device", cfg.device, "the sender's interface (pktgen --device; the ledger reads its counters)");
   app.add_option("--rx-rcvbuf", rx_rcvbuf, "rx --rcvbuf");
@@ -119,6 +124,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--lab-rx-ns", cfg.lab_rx_ns)->group("");
   app.add_option("--lab-peer", cfg.lab_peer_device)->group("");
   app.add_option("--lab-device", cfg.lab_device)->group("");
+  app.add_option("--lab-peer-mac", cfg.lab_peer_mac)->group("");
   app.set_version_flag("--version", "ceiling (rateline) 0.1.0");
 
   if (const int rc = cli::parse(app, argc, argv); rc >= 0) return rc;

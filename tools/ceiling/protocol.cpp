@@ -101,9 +101,9 @@ std::optional<TrialRequest> trial_from(const Message& m, std::string* code, std:
       !num("threads", false, 1, 64, threads) || !num("rcvbuf", false, 0, 1ull << 30, rcvbuf))
     return std::nullopt;
   if (const std::string* b = m.get("backend")) {
-    static const char* const backends[] = {"auto", "socket", "uring", "afpacket", "afxdp"};
+    static const char* const backends[] = {"auto", "socket", "uring", "afpacket", "afxdp", "xdp", "dpdk"};
     if (std::find_if(std::begin(backends), std::end(backends), [&](const char* n) { return *b == n; }) == std::end(backends))
-      return fail("bad-value", "backend=" + *b + " is not one of auto, socket, uring, afpacket, afxdp");
+      return fail("bad-value", "backend=" + *b + " is not one of auto, socket, uring, afpacket, afxdp, xdp, dpdk");
     t.backend = *b;
   }
   t.id = id;

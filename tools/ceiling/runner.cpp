@@ -134,6 +134,7 @@ std::optional<TrialOutcome> Runner::trial(SizeResult& r, const TrialSpec& spec, 
     j["loss_pct"] = o.loss_ratio() * 100;
     j["failed"] = o.failed;
     j["pace_slips"] = o.pace_slips;
+    j["end_markers"] = {{"sent", o.end_markers_sent}, {"received", o.end_markers_received}};
     j["in_burst"] = {{"mean_pps", o.in_burst_pps}, {"peak_pps", o.in_burst_peak_pps}};
     j["set_aside"] = o.set_aside.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.set_aside);
     j["tx_backend"] = o.tx_backend;

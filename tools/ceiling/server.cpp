@@ -152,6 +152,11 @@ void Session::start_trial(const proto::TrialRequest& req) {
     argv.push_back("--rcvbuf");
     argv.push_back(std::to_string(req.rcvbuf));
   }
+  if (req.backend == "dpdk" && !cfg_.rx_dpdk_args.empty()) {
+    // The EAL arguments name devices and may load drivers: they come from this host's command line only.
+    argv.push_back("--dpdk-args");
+    argv.push_back(cfg_.rx_dpdk_args);
+  }
   if (req.slow_us) {
     argv.push_back("--test-slow-us");
     argv.push_back(std::to_string(req.slow_us));

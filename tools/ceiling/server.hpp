@@ -10,6 +10,7 @@ struct ServeConfig {
   std::string listen;        // "[ADDR:]PORT" for TCP; "" = one session on stdin/stdout
   std::string rx_bind;       // rx --bind (default 0.0.0.0)
   std::string rx_bin;        // rx program
+  std::string rx_dpdk_args;  // rx --dpdk-args for backend=dpdk: the receiver's own choice, never sent over the wire
   bool verbose = true;       // log sessions and trials to stderr
 };
 

@@ -147,6 +147,17 @@ TrialOutcome TrialRunner::run(const TrialSpec& spec) {
     argv.push_back("--device");
     argv.push_back(cfg_.device);
   }
+  if (cfg_.tx_backend == "dpdk" && !cfg_.tx_dpdk_args.empty()) {
+    argv.push_back("--dpdk-args");
+    argv.push_back(cfg_.tx_dpdk_args);
+  }
+  if (cfg_.tx_backend == "dpdk" && !cfg_.lab_peer_mac.empty()) {
+    // DPDK's AF_PACKET PMD takes its interface down and up when it stops, and
+    // the kernel flushes that interface's neighbours then, permanent ones too:
+    // from the second trial on there would be no entry to read.
+    argv.push_back("--dst-mac");
+    argv.push_back(cfg_.lab_peer_mac);
+  }
   PktgenRun tx;
   for (int attempt = 0;; ++attempt) {
     try {
@@ -160,8 +171,6 @@ TrialOutcome TrialRunner::run(const TrialSpec& spec) {
       nanosleep(&ts, nullptr);
     }
   }
-  const ledger::Counters after = ledger::read_counters(scope);
-
   nlohmann::json rx;
   try {
     rx = link_.result(req.id, idle_ns + 3 * kNsPerSec, idle_ns + 20 * kNsPerSec);
@@ -169,6 +178,10 @@ TrialOutcome TrialRunner::run(const TrialSpec& spec) {
     o.error = e.what();
     return o;
   }
+  // Only now: pktgen has exited, but a shaping qdisc may still hold a queue
+  // of its packets (tbf: up to rate * latency). rx ends after the end markers,
+  // which queue behind them, so the sender's counters are final by then.
+  const ledger::Counters after = ledger::read_counters(scope);
   if (tx.result.is_null()) {
     o.error = "pktgen exited with " + std::to_string(tx.rc) + " without a result" +
               (tx.err_tail.empty() ? "" : ": " + last_line(tx.err_tail));
@@ -188,6 +201,8 @@ TrialOutcome TrialRunner::run(const TrialSpec& spec) {
   o.in_burst_pps = number_or_0("in_burst_pps");
   o.in_burst_peak_pps = number_or_0("in_burst_peak_pps");
   o.received = rx.value("received", uint64_t{0});
+  o.end_markers_sent = tx.result.value("end_markers", uint64_t{0});
+  o.end_markers_received = rx.value("end_markers", uint64_t{0});
   o.rx_pps = rx.value("pps", 0.0);
   o.rx_backend = rx.value("backend", "");
   o.lost = o.sent > o.received ? o.sent - o.received : 0;
@@ -199,7 +214,8 @@ TrialOutcome TrialRunner::run(const TrialSpec& spec) {
   path.sender_failed = o.failed;
   path.corrupt = rx.value("corrupt", uint64_t{0});
   path.socket_drops = rx.value("socket_drops", uint64_t{0});
-  path.raw_receiver = o.rx_backend == "afpacket" || o.rx_backend == "afxdp";
+  // Backends that take frames below the UDP layer: the stack's UDP counters are not on their path.
+  path.raw_receiver = o.rx_backend == "afpacket" || o.rx_backend == "afxdp" || o.rx_backend == "xdp" || o.rx_backend == "dpdk";
   path.receiver_backend = o.rx_backend;
   path.sender = ledger::delta(before, after);
   path.sender_device = device_;

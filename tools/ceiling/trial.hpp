@@ -36,6 +36,8 @@ struct TrialOutcome {
   double achieved_pps = 0, rx_pps = 0, tx_seconds = 0;
   double in_burst_pps = 0, in_burst_peak_pps = 0;  // the sender's rate inside its bursts: mean, fastest (0 = not reported)
   uint64_t sent = 0, failed = 0, received = 0, lost = 0, pace_slips = 0;
+  // End-of-stream markers (not in sent/received): the interface counters carry them, so a check against those needs them.
+  uint64_t end_markers_sent = 0, end_markers_received = 0;
   std::string set_aside;  // non-empty: not counted by the search (search.hpp, set_aside_for_slips), and why
   std::string rx_backend, tx_backend;
   ledger::Ledger ledger;

@@ -98,3 +98,17 @@ TEST(Protocol, LineSplitterBoundsLines) {
   EXPECT_EQ(e.next()->line, "ABCD");
   EXPECT_TRUE(e.next()->too_long);
 }
+
+TEST(Protocol, EveryRxBackendCanBeAskedForButNotItsEalArguments) {
+  std::string err, code;
+  for (const char* b : {"auto", "socket", "uring", "afpacket", "afxdp", "xdp", "dpdk"}) {
+    auto m = parse(std::string("TRIAL id=1 size=1400 port=9000 backend=") + b, &err);
+    ASSERT_TRUE(m) << b << ": " << err;
+    auto t = trial_from(*m, &code, &err);
+    ASSERT_TRUE(t) << b << ": " << err;
+    EXPECT_EQ(t->backend, b);
+  }
+  // EAL arguments can load shared objects: the receiver's operator sets them (ceiling --serve --rx-dpdk-args).
+  auto m = parse("TRIAL id=1 size=1400 port=9000 backend=dpdk dpdk_args=--no-pci", &err);
+  if (m) EXPECT_FALSE(trial_from(*m, &code, &err));
+}
