@@ -29,6 +29,7 @@ namespace {
 constexpr uint16_t kTxDescriptors = 1024;      // the worker's direction
 constexpr uint16_t kRxDescriptors = 2048;      // covers rx's 20 us idle sleep at 10G line rate
 constexpr uint16_t kIdleDescriptors = 256;     // the direction the workers do not use
+constexpr uint32_t kAfXdpFillFrames = 4096;   // net_af_xdp: frames its RX queue takes from the pool at setup
 constexpr unsigned kPoolCache = 256;
 constexpr uint64_t kEalOverheadBytes = 48ull << 20;  // EAL, PMD rings, memzones
 
@@ -221,7 +222,12 @@ DpdkPort::DpdkPort(const DpdkPortConfig& cfg) {
   const uint32_t tx_desc = cfg.transmit ? kTxDescriptors : kIdleDescriptors;
   tx_slots_ = cfg.transmit ? round_up_pow2(2u * tx_desc) : 0;
   const uint32_t data_room = std::max<uint32_t>(RTE_MBUF_DEFAULT_BUF_SIZE, cfg.max_frame_bytes + RTE_PKTMBUF_HEADROOM);
-  const uint32_t per_queue = tx_slots_ + rx_desc + tx_desc + 2 * std::max<uint32_t>(cfg.batch, 64);
+  // net_af_xdp fills each RX queue's XDP fill ring from our pool at setup,
+  // whatever nb_rx_desc says (libxdp's default ring, 2048 frames here, 4096 to be safe).
+  bool af_xdp = false;
+  for (const std::string& a : cfg.eal_args) af_xdp |= a.find("net_af_xdp") != std::string::npos;
+  const uint32_t rx_reserved = af_xdp ? std::max<uint32_t>(rx_desc, kAfXdpFillFrames) : rx_desc;
+  const uint32_t per_queue = tx_slots_ + rx_reserved + tx_desc + 2 * std::max<uint32_t>(cfg.batch, 64);
   const uint64_t pool_bytes = uint64_t{queues} * per_queue * (data_room + 256) + (queues + 1ull) * kPoolCache * (data_room + 256);
 
   remove_stale_runtime_dirs(cfg.tool);

@@ -6,7 +6,8 @@ observer outside DPDK:
   2. kernel socket sender -> rx (net_tap): received == sent, 0 lost, == the
      tap's tx_packets delta and DPDK's ipackets.
   3. pktgen (DPDK) -> rx (DPDK) over net_af_packet on a veth pair between two
-     namespaces: n sent, n received, 0 lost, == the veth's rx_packets delta.
+     namespaces: n sent, n received, 0 lost, == the veth's rx_packets delta;
+     the same over net_af_xdp, whose XDP programs must be gone afterwards.
   4. loss on the kernel path between them (two taps, the kernel forwarding,
      an nft numgen rule dropping every 9th): rx's lost == the rule's counter.
 Also: auto says why it skipped DPDK; a port that cannot come up is a clear
@@ -235,6 +236,33 @@ with tempfile.TemporaryDirectory() as tmp:
         c.eq("dpdk->dpdk: corrupt", r["corrupt"], 0)
         c.eq("dpdk->dpdk: veth rx_packets delta == received + end markers", delta, r["received"] + r["end_markers"])
         c.eq("dpdk->dpdk: DPDK ipackets == veth rx_packets delta", r["dpdk"]["ipackets"], delta)
+
+        # 3b. The same over net_af_xdp (its XDP program on each veth; a veth takes XDP frames with NAPI on,
+        # which the receiver's program gives it). The af_packet run above flapped the links and flushed the
+        # neighbours: the destination MAC is given.
+        rx_json = os.path.join(tmp, "rx3b.json")
+        rx = RxProc(lab.ns_b, ["--backend", "dpdk", "--cores", "1", "--json", rx_json, "--quiet", "--", "--no-pci",
+                               f"--vdev=net_af_xdp0,iface={lab.if_b}"])
+        lab.procs.append(rx.p)
+        before = lab.counter("b", "rx_packets")
+        tx_json = os.path.join(tmp, "tx3b.json")
+        tx = tx_dpdk(lab.ns_a, f"net_af_xdp0,iface={lab.if_a}", ["--dst", lab.ip_b, "--dst-mac", Lab.mac(lab.ns_b, lab.if_b),
+                                                                 "--count", str(N), "--rate", "20k", "--size", "1000"], tx_json)
+        c.eq("af_xdp: pktgen exit code", tx.returncode, 0)
+        c.true("af_xdp: pktgen on net_af_xdp", "(net_af_xdp, virtual)" in tx.stdout,
+               first_line(tx.stdout, "pktgen: DPDK port") or tx.stdout[:400] + tx.stderr[-400:])
+        rc, out, err = rx.finish()
+        c.eq("af_xdp: rx exit code", rc, 0)
+        r = result_record(rx_json, "rx")
+        delta = lab.counter("b", "rx_packets") - before
+        c.eq("af_xdp: sent", result_record(tx_json, "pktgen")["sent"], N)
+        c.eq("af_xdp: received", r["received"], N)
+        c.eq("af_xdp: lost", r["lost"], 0)
+        c.eq("af_xdp: corrupt", r["corrupt"], 0)
+        c.eq("af_xdp: DPDK ipackets == veth rx_packets delta", r["dpdk"]["ipackets"], delta)
+        for ns, ifn in ((lab.ns_a, lab.if_a), (lab.ns_b, lab.if_b)):
+            link = subprocess.run(["ip", "-n", ns, "link", "show", ifn], capture_output=True, text=True).stdout
+            c.true(f"af_xdp: no XDP program left on {ifn}", " xdp" not in link and "prog/xdp" not in link, link)
 
     # 4. Loss on the kernel path between two DPDK ports: tap A -> kernel forwarding -> tap B, nft drops every 9th.
     with TapNs("4") as t:
