@@ -117,6 +117,32 @@ def first_line(text, prefix):
     return next((l for l in text.splitlines() if l.startswith(prefix)), "")
 
 
+def dpdk_over_veth(lab, tmp, tag, rx_vdev, tx_vdev, tx_extra):
+    """pktgen (DPDK, tx_vdev) -> rx (DPDK, rx_vdev) across the lab's veth: N sent, N received, 0 lost, == the veth."""
+    rx_json = os.path.join(tmp, f"rx-{tag}.json")
+    rx = RxProc(lab.ns_b, ["--backend", "dpdk", "--cores", "1", "--json", rx_json, "--quiet", "--", "--no-pci",
+                           f"--vdev={rx_vdev}"])
+    lab.procs.append(rx.p)
+    before = lab.counter("b", "rx_packets")
+    tx_json = os.path.join(tmp, f"tx-{tag}.json")
+    tx = tx_dpdk(lab.ns_a, tx_vdev, ["--dst", lab.ip_b, "--count", str(N), "--rate", "20k", "--size", "1000"] + tx_extra,
+                 tx_json)
+    pmd = tx_vdev.split("0,")[0]
+    c.eq(f"{tag}: pktgen exit code", tx.returncode, 0)
+    c.true(f"{tag}: pktgen on {pmd}", f"({pmd}, virtual)" in tx.stdout,
+           first_line(tx.stdout, "pktgen: DPDK port") or tx.stdout[:400] + tx.stderr[-400:])
+    rc, out, err = rx.finish()
+    c.eq(f"{tag}: rx exit code", rc, 0)
+    r = result_record(rx_json, "rx")
+    delta = lab.counter("b", "rx_packets") - before
+    c.eq(f"{tag}: sent", result_record(tx_json, "pktgen")["sent"], N)
+    c.eq(f"{tag}: received", r["received"], N)
+    c.eq(f"{tag}: lost", r["lost"], 0)
+    c.eq(f"{tag}: corrupt", r["corrupt"], 0)
+    c.eq(f"{tag}: veth rx_packets delta == received + end markers", delta, r["received"] + r["end_markers"])
+    c.eq(f"{tag}: DPDK ipackets == veth rx_packets delta", r["dpdk"]["ipackets"], delta)
+
+
 def leftovers():
     return sorted(glob.glob("/dev/hugepages/*rateline*") + glob.glob("/var/run/dpdk/rateline-*"))
 
@@ -214,52 +240,14 @@ with tempfile.TemporaryDirectory() as tmp:
         open(path, "w").write("table inet rlquiet {\n chain in { type filter hook input priority 0; policy accept;\n"
                               "  udp dport 9000 drop\n }\n}\n")
         sh("nft", "-f", path, ns=lab.ns_b)
-        rx_json = os.path.join(tmp, "rx3.json")
         # A deep PMD ring (16k frames): the PMD does not report its kernel ring's drops.
-        rx = RxProc(lab.ns_b, ["--backend", "dpdk", "--cores", "1", "--json", rx_json, "--quiet", "--", "--no-pci",
-                               f"--vdev=net_af_packet0,iface={lab.if_b},framecnt=16384,blocksz=65536"])
-        lab.procs.append(rx.p)
-        before = lab.counter("b", "rx_packets")
-        tx_json = os.path.join(tmp, "tx3.json")
-        tx = tx_dpdk(lab.ns_a, f"net_af_packet0,iface={lab.if_a}", ["--dst", lab.ip_b, "--count", str(N), "--rate",
-                                                                    "20k", "--size", "1000"], tx_json)
-        c.eq("dpdk->dpdk: pktgen exit code", tx.returncode, 0)
-        c.true("dpdk->dpdk: pktgen on net_af_packet", "(net_af_packet, virtual)" in tx.stdout,
-               first_line(tx.stdout, "pktgen: DPDK port") or tx.stdout[:400] + tx.stderr[-400:])
-        rc, out, err = rx.finish()
-        c.eq("dpdk->dpdk: rx exit code", rc, 0)
-        r = result_record(rx_json, "rx")
-        delta = lab.counter("b", "rx_packets") - before
-        c.eq("dpdk->dpdk: sent", result_record(tx_json, "pktgen")["sent"], N)
-        c.eq("dpdk->dpdk: received", r["received"], N)
-        c.eq("dpdk->dpdk: lost", r["lost"], 0)
-        c.eq("dpdk->dpdk: corrupt", r["corrupt"], 0)
-        c.eq("dpdk->dpdk: veth rx_packets delta == received + end markers", delta, r["received"] + r["end_markers"])
-        c.eq("dpdk->dpdk: DPDK ipackets == veth rx_packets delta", r["dpdk"]["ipackets"], delta)
-
+        dpdk_over_veth(lab, tmp, "af_packet", f"net_af_packet0,iface={lab.if_b},framecnt=16384,blocksz=65536",
+                       f"net_af_packet0,iface={lab.if_a}", [])
         # 3b. The same over net_af_xdp (its XDP program on each veth; a veth takes XDP frames with NAPI on,
         # which the receiver's program gives it). The af_packet run above flapped the links and flushed the
         # neighbours: the destination MAC is given.
-        rx_json = os.path.join(tmp, "rx3b.json")
-        rx = RxProc(lab.ns_b, ["--backend", "dpdk", "--cores", "1", "--json", rx_json, "--quiet", "--", "--no-pci",
-                               f"--vdev=net_af_xdp0,iface={lab.if_b}"])
-        lab.procs.append(rx.p)
-        before = lab.counter("b", "rx_packets")
-        tx_json = os.path.join(tmp, "tx3b.json")
-        tx = tx_dpdk(lab.ns_a, f"net_af_xdp0,iface={lab.if_a}", ["--dst", lab.ip_b, "--dst-mac", Lab.mac(lab.ns_b, lab.if_b),
-                                                                 "--count", str(N), "--rate", "20k", "--size", "1000"], tx_json)
-        c.eq("af_xdp: pktgen exit code", tx.returncode, 0)
-        c.true("af_xdp: pktgen on net_af_xdp", "(net_af_xdp, virtual)" in tx.stdout,
-               first_line(tx.stdout, "pktgen: DPDK port") or tx.stdout[:400] + tx.stderr[-400:])
-        rc, out, err = rx.finish()
-        c.eq("af_xdp: rx exit code", rc, 0)
-        r = result_record(rx_json, "rx")
-        delta = lab.counter("b", "rx_packets") - before
-        c.eq("af_xdp: sent", result_record(tx_json, "pktgen")["sent"], N)
-        c.eq("af_xdp: received", r["received"], N)
-        c.eq("af_xdp: lost", r["lost"], 0)
-        c.eq("af_xdp: corrupt", r["corrupt"], 0)
-        c.eq("af_xdp: DPDK ipackets == veth rx_packets delta", r["dpdk"]["ipackets"], delta)
+        dpdk_over_veth(lab, tmp, "af_xdp", f"net_af_xdp0,iface={lab.if_b}", f"net_af_xdp0,iface={lab.if_a}",
+                       ["--dst-mac", Lab.mac(lab.ns_b, lab.if_b)])
         for ns, ifn in ((lab.ns_a, lab.if_a), (lab.ns_b, lab.if_b)):
             link = subprocess.run(["ip", "-n", ns, "link", "show", ifn], capture_output=True, text=True).stdout
             c.true(f"af_xdp: no XDP program left on {ifn}", " xdp" not in link and "prog/xdp" not in link, link)
