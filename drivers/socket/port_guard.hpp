@@ -23,8 +23,6 @@ class PortGuard {
   PortGuard(const PortGuard&) = delete;
   PortGuard& operator=(const PortGuard&) = delete;
 
-  bool held() const { return fd_ >= 0; }
-
  private:
   int fd_ = -1;
 };

@@ -77,7 +77,7 @@ int run_sender(const Config& given) {
   std::unique_ptr<ReceiverLink> link;
   RunInfo info;
   if (cfg.mode == Mode::lab_child) {
-    // DPDK in the lab: the AF_PACKET PMD on each veth end (no hugepages needed; the EAL falls back to --no-huge).
+    // DPDK in the lab: the AF_PACKET PMD on each veth end (hugepages when free, else --no-huge: drivers/dpdk).
     const std::string rx_eal = !cfg.rx_dpdk_args.empty() ? cfg.rx_dpdk_args
                              : "--no-pci --vdev=net_af_packet0,iface=" + cfg.lab_peer_device + ",framecnt=16384,blocksz=65536";
     link = ReceiverLink::spawn_agent({"ip", "netns", "exec", cfg.lab_rx_ns, self_exe(), "--serve-stdio", "--rx-bind", cfg.dst,
