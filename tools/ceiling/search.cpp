@@ -78,8 +78,16 @@ std::optional<double> RateSearch::next_target() const {
   const RatePoint& last = points_.back();
   double t;
   if (!l) {
-    if (fails_in_a_row_ >= 3 || last.rx_pps <= 0) t = h.rate / 2;
-    else t = std::min(last.rx_pps * (1 - res / 2), h.rate * (1 - res));
+    if (last.rx_pps <= 0) {
+      t = h.rate / 2;
+    } else {
+      // A failure that still carried nearly all of it (a few packets lost near the ceiling, or to a host stall)
+      // says little about how far down the pass is: step down one resolution step, doubling with each further
+      // failure up to halving. Halving at once threw a noisy search down to half the ceiling, and ten trials
+      // could not climb back (seen in CI: 872 pps NDR under a 1734 pps shaper).
+      const double step = std::min(0.5, res * std::pow(2.0, std::max<int>(0, static_cast<int>(fails_in_a_row_) - 1)));
+      t = std::min(last.rx_pps * (1 - res / 2), h.rate * (1 - step));
+    }
     return std::max(t, p_.min_pps);
   }
   const double lo_pps = l->rate, hi_pps = h.rate;

@@ -10,8 +10,10 @@
 // the lowest failing one the upper bound `hi`; the search ends when
 // hi - lo <= resolution * hi. Next rate to try:
 //   - no pass yet: just under the receive rate of the last failure (what the
-//     receiver carried is the best estimate of what it can carry), at least
-//     one resolution step under hi; after 3 failures in a row, hi / 2;
+//     receiver carried is the best estimate of what it can carry), and
+//     at least `step` under hi, where step is one resolution step, doubling
+//     with each further failure in a row up to one half (hi / 2 when the
+//     receiver reported no rate);
 //   - after a pass: lo * (1 + step), the step doubling with each further pass
 //     (one resolution step first, so a good estimate closes in one trial);
 //   - after a failure: its receive rate if that falls inside (lo, hi) by a

@@ -120,6 +120,27 @@ TEST(RateSearch, PdrThresholdAndSeed) {
   EXPECT_EQ(pdr.trials(), 0u);  // seeded trials are history, not this search's budget
 }
 
+TEST(RateSearch, AFewNoisyFailuresUnderTheCeilingDoNotHalveIt) {
+  // A 1734 pps shaper on a host that stalls: the three trials after the first lose a few packets below the
+  // ceiling (the queue overflowed during a stall). With ten trials the NDR must still land near the ceiling
+  // (halving after three failures left it at 0.87x in this case).
+  const double ceiling = 1734;
+  RateSearch s({0.0, 0.01, 10, 10});
+  s.add(trial_at(ceiling * 1.15, ceiling));
+  for (int noisy = 0; noisy < 3; ++noisy) {
+    auto t = s.next_target();
+    ASSERT_TRUE(t);
+    EXPECT_LT(*t, ceiling);
+    RatePoint p = trial_at(*t, ceiling);
+    p.lost = 12;
+    s.add(p);
+  }
+  while (auto t = s.next_target()) s.add(trial_at(*t, ceiling));
+  ASSERT_TRUE(s.lo());
+  EXPECT_LE(s.lo()->rate, ceiling);
+  EXPECT_GE(s.lo()->rate, ceiling * 0.9);
+}
+
 TEST(RateSearch, StopsAtTheTrialBudget) {
   RateSearch s({0.0, 0.0001, 10, 3});
   s.add(trial_at(0, 1000, 1.0, 1));
