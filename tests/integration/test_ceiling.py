@@ -18,6 +18,13 @@
    out ~45 ms at 1400 B. (64 B frames are not
    used here: 34k pps of small frames through tbf and a veth is more than this
    shared 2-core VM carries, so the measured ceiling there is the host's.)
+   Every rate is judged over up to two trials at a goal exceed ratio of 0.5
+   (--rate-trials 2 --exceed-ratio 0.5, MLRsearch): it fails only when both
+   lose. Why: a vCPU of this VM away for longer than the queue drops a few
+   packets in tbf far under its rate with the sender on schedule (a CI run:
+   1400 B NDR -7.85%, one such trial set the upper bound); two in a row at one
+   rate have not been seen. Each rate's trials must follow that rule, and the
+   lossy trials inside the NDR are at most one per rate.
    ceiling sets aside (and runs again) a trial that lost packets while pktgen
    slipped; each set-aside trial must show both. The in-burst peak at the NDR
    must be above its average. The drops at the first failing rate must be in the qdisc line of the
@@ -33,7 +40,7 @@
    ERR, a second client gets ERR busy, and the server keeps serving.
 4. Every backend. Receivers (rx --backend uring, afpacket, afxdp, xdp, dpdk on
    net_af_packet) behind the same tbf, in shorter searches (1 s trials, first
-   trial at 1.15x the shaped rate): NDR within -10%..+5% of the shaped rate
+   trial at 1.15x the shaped rate, the same two-trial rule): NDR within -10%..+5% of the shaped rate
    (1 s trials let the 79 KB queue pass 3.2% above it; below, a host stall
    longer than the queue drops in tbf with the sender on schedule: a CI run
    lost 14 packets at 2% under the rate, NDR -3.1%; precision is part 1's
@@ -141,6 +148,7 @@ def shaped_search(c, tmp):
     j, svg, csv, csv_t = (os.path.join(tmp, n) for n in ("c.json", "c.svg", "c.csv", "ct.csv"))
     t0 = time.time()
     p = subprocess.Popen([CEILING, "--frame-sizes", "512", "--size", "1400", "--trial", "3s", "--resolution", "1%",
+                          "--rate-trials", "2", "--exceed-ratio", "0.5",
                           "--tests", "throughput,back-to-back", "--b2b-repeats", "2", "--tx-backend", "socket",
                           "--rx-backend", "socket", "--shape", SHAPE, "--json", j, "--svg", svg, "--csv", csv,
                           "--csv-trials", csv_t, "--pktgen", PKTGEN, "--rx", RX],
@@ -163,6 +171,7 @@ def shaped_search(c, tmp):
            all(t["lost"] > 0 and t["pace_slips"] > 0 for t in aside),
            str([(t["k"], t["lost"], t["pace_slips"]) for t in aside]))
     c.eq("set-aside count in the results", sum(r["set_aside_trials"] for r in results.values()), len(aside))
+    two_trial_rule(c, "shaped search", trials, results.values())
     for payload, r in sorted(results.items()):
         # tbf's byte count per packet, from tc -s itself (sender-side qdisc counters of each trial).
         qb = qp = 0
@@ -319,6 +328,23 @@ def protocol(c):
         srv.wait(timeout=10)
 
 
+def two_trial_rule(c, what, trials, results):
+    """--rate-trials 2 --exceed-ratio 0.5: a second trial at a rate only after the first lost packets; a rate
+    with a clean trial passes, so the reported NDR holds at most one lossy trial per rate."""
+    loads = {}
+    for t in trials:
+        if t["ok"] and not t.get("set_aside") and t.get("rate_load") is not None:
+            loads.setdefault((t["payload"], t["rate_load"]), []).append(t)
+    bad = [(k, [(t["k"], t["lost"]) for t in ts]) for k, ts in loads.items() if len(ts) > 2 or (len(ts) == 2 and not ts[0]["lost"])]
+    c.true(f"{what}: {len(loads)} rates, each judged by the two-trial rule", loads and not bad, str(bad)[:400])
+    for r in results:
+        ndr = r["ndr"]
+        c.eq(f"{what}: {r['payload']} B: load policy in the result", r.get("load_policy"), {"trials": 2, "exceed_ratio": 0.5})
+        c.true(f"{what}: {r['payload']} B: at most one lossy trial per rate inside the NDR "
+               f"({ndr.get('lossy_trials_at_rate')} of {ndr.get('trials_at_rate')})",
+               ndr.get("trials_at_rate", 0) >= 1 and 2 * ndr.get("lossy_trials_at_rate", 99) <= ndr["trials_at_rate"])
+
+
 def veth_cross_checks(c, what, trials):
     """Each lossless trial against the interface counters both ends read (sysfs, not our counts)."""
     bad = []
@@ -358,6 +384,7 @@ def every_backend(c, tmp):
             j = os.path.join(tmp, f"{role}-{backend}.json")
             if role == "rx":
                 args = ["--shape", SHAPE, "--trial", "1s", "--max-rate", f"{expect * 1.15:.0f}", "--max-trials", "10",
+                        "--rate-trials", "2", "--exceed-ratio", "0.5",
                         "--tx-backend", "socket", "--rx-backend", backend]
             else:
                 # First trial at 200 kpps: in reach of the socket receiver (~300 kpps at 1400 B here), so an NDR comes
@@ -386,6 +413,8 @@ def every_backend(c, tmp):
             c.true(f"{what}: no lossy trial has unattributed drops", all(t["ledger"]["unattributed"] == 0 for t in lossy),
                    str([(t["k"], t["ledger"]["lines"]) for t in lossy if t["ledger"]["unattributed"]])[:600])
             veth_cross_checks(c, what, trials)
+            if role == "rx":
+                two_trial_rule(c, what, trials, res)
             ndr = res[0]["ndr"] if res else {}
             c.true(f"{what}: an NDR", bool(ndr.get("rate")), json.dumps(ndr)[:300])
             if role == "rx" and ndr.get("rate"):

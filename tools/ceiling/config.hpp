@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "search.hpp"
 #include "util/units.hpp"
 
 namespace rateline::ceiling {
@@ -40,7 +41,8 @@ struct Config {
   std::optional<units::Rate> max_rate;        // first trial; default: unpaced (as fast as the sender goes)
   std::string rate_layer = "l1";            // which bits a bit/s --max-rate counts
   double min_pps = 10;
-  uint32_t max_trials = 20;                   // per size and search
+  uint32_t max_trials = 20;                   // per size and search (rates tried)
+  LoadPolicy load;                            // how many trials judge one rate (search.hpp): RFC 2544's one by default
   uint32_t burst = 0;                         // 0 = auto
   bool throughput = true, back_to_back = true;
   uint32_t b2b_max = 65536;

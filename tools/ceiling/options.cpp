@@ -1,6 +1,8 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 
 #include "config.hpp"
 #include "process.hpp"
@@ -56,7 +58,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
       "ceiling"};
   std::string remote, listen, trial = "2s", resolution = "1%", pdr = "0.5%", max_rate, min_rate = "10", rate_layer = "l1";
   std::string burst = "auto", tests = "throughput,back-to-back", b2b_max = "65536", b2b_repeats = "5", b2b_gap = "100ms";
-  std::string drain = "1s", max_trials = "20", rx_rcvbuf;
+  std::string drain = "1s", max_trials = "20", rx_rcvbuf, rate_trials = "1", exceed_ratio = "0";
   std::vector<std::string> frame_sizes_in, sizes_in;
   bool serve_stdio = false, lab_child = false;
 
@@ -78,7 +80,14 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--rate-layer", rate_layer, "which bits a bit/s --max-rate / --min-rate counts: l1 (line rate), l2, payload")
       ->check(CLI::IsMember({"payload", "l2", "l1"}))
       ->capture_default_str();
-  app.add_option("--max-trials", max_trials, "trial budget per size and search")->capture_default_str();
+  app.add_option("--max-trials", max_trials, "budget of rates tried per size and search")->capture_default_str();
+  app.add_option("--rate-trials", rate_trials,
+                 "judge each rate over up to N trials (MLRsearch); 1 = RFC 2544: one trial per rate")
+      ->capture_default_str();
+  app.add_option("--exceed-ratio", exceed_ratio,
+                 "with --rate-trials N: a rate still passes when at most this share of its N trials lost packets "
+                 "(MLRsearch's goal exceed ratio, 0 .. 0.9; 0 = any lossy trial fails it)")
+      ->capture_default_str();
   app.add_option("-b,--burst", burst,
                  "packets per burst in rate trials: auto (about 1 ms of traffic, 1..64), or N (1 = evenly spaced, as "
                  "RFC 2544 has it)")
@@ -184,6 +193,17 @@ int parse_options(int argc, char** argv, Config& cfg) {
       throw cli::UsageError("--min-rate: give packets/s (e.g. 10 or 1kpps)");
     cfg.min_pps = std::max(1.0, min_r.value);
     cfg.max_trials = static_cast<uint32_t>(in_range<uint64_t>("--max-trials", convert("--max-trials", [&] { return units::parse_count(max_trials); }), 2, 1000));
+    cfg.load.trials = static_cast<uint32_t>(in_range<uint64_t>("--rate-trials", convert("--rate-trials", [&] { return units::parse_count(rate_trials); }), 1, 20));
+    {
+      char* end = nullptr;
+      errno = 0;
+      const double x = std::strtod(exceed_ratio.c_str(), &end);
+      if (exceed_ratio.empty() || errno || !end || *end || !(x >= 0 && x <= 0.9))
+        throw cli::UsageError("--exceed-ratio: '" + exceed_ratio + "' is not a share between 0 and 0.9 (e.g. 0.5)");
+      cfg.load.exceed_ratio = x;
+    }
+    if (cfg.load.exceed_ratio > 0 && cfg.load.trials < 2)
+      throw cli::UsageError("--exceed-ratio needs --rate-trials 2 or more (one trial cannot exceed a share)");
     if (burst != "auto")
       cfg.burst = static_cast<uint32_t>(in_range<uint64_t>("--burst", convert("--burst", [&] { return units::parse_count(burst); }), 1, 100000));
     cfg.throughput = cfg.back_to_back = false;

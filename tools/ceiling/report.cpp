@@ -128,6 +128,15 @@ std::string format_table(const std::vector<SizeResult>& results, const Config& c
   if (aside)
     s += std::to_string(aside) + " trial(s) set aside and run again: they lost packets while the sender fell off its schedule"
          " (pace slips; a stalled host stalls the path's queues too). Each is in the JSON/CSV log with `set_aside`.\n";
+  if (!cfg.load.strict()) {
+    uint32_t lossy = 0;
+    for (const auto& r : results) lossy += r.ndr.lossy_at_rate;
+    std::snprintf(b, sizeof b,
+                  "Each rate judged over up to %u trials (MLRsearch, goal exceed ratio %.2f): it fails once more than %.2f of them\n"
+                  "lose packets. Lossy trials inside the NDRs reported: %u (JSON: ndr.lossy_trials_at_rate). RFC 2544: --rate-trials 1.\n",
+                  cfg.load.trials, cfg.load.exceed_ratio, cfg.load.exceed_ratio * cfg.load.trials, lossy);
+    s += b;
+  }
   // The ledger of each size's first failing rate, in full.
   for (const auto& r : results) {
     if (!r.ran_throughput || !r.ndr.first_fail) continue;

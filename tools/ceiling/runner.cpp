@@ -100,6 +100,32 @@ std::optional<TrialOutcome> Runner::rate_trial(SizeResult& r, const TrialSpec& s
   }
 }
 
+std::optional<uint32_t> Runner::rate_load(SizeResult& r, const TrialSpec& spec, const RateSearch& s) {
+  std::vector<uint32_t> ids;
+  uint32_t passes = 0, fails = 0;
+  std::optional<uint32_t> first_pass, first_fail;
+  Verdict v = Verdict::undecided;
+  load_ = static_cast<int64_t>(r.loads.size());
+  while (v == Verdict::undecided) {
+    const auto o = rate_trial(r, spec, s);
+    if (!o) break;
+    const auto id = static_cast<uint32_t>(r.trials.size() - 1);
+    ids.push_back(id);
+    if (s.passes(o->point(id))) {
+      ++passes;
+      if (!first_pass) first_pass = id;
+    } else {
+      ++fails;
+      if (!first_fail) first_fail = id;
+    }
+    v = load_verdict(passes, fails, cfg_.load);
+  }
+  load_ = -1;
+  if (v == Verdict::undecided) return std::nullopt;  // interrupted, or a trial could not run
+  r.loads.push_back(std::move(ids));
+  return v == Verdict::pass ? *first_pass : *first_fail;
+}
+
 std::optional<TrialOutcome> Runner::trial(SizeResult& r, const TrialSpec& spec, const RateSearch* judge) {
   if (stop_flag().load()) return std::nullopt;
   progress_start(r, spec);
@@ -123,6 +149,7 @@ std::optional<TrialOutcome> Runner::trial(SizeResult& r, const TrialSpec& spec, 
                       {"asked_pps", spec.rate_pps > 0 ? nlohmann::json(spec.rate_pps) : nlohmann::json(nullptr)},
                       {"burst", spec.burst},
                       {"delay_ns", spec.delay_ns},
+                      {"rate_load", load_ >= 0 ? nlohmann::json(load_) : nlohmann::json(nullptr)},
                       {"ok", o.ok}};
   if (!o.ok) j["error"] = o.error;
   else {
@@ -165,15 +192,16 @@ TrialSpec Runner::paced(uint32_t size, double rate_pps, TrialKind kind) const {
 void Runner::search(SizeResult& r, RateSearch& s, RateResult& out) {
   live_ = &s;
   uint32_t confirm_rounds = 0;
+  std::optional<uint32_t> confirm_id;
   for (;;) {
     while (s.state() == SearchState::searching) {
       const double target = *s.next_target();
-      auto o = rate_trial(r, paced(r.plan.payload, target, TrialKind::throughput), s);
-      if (!o) {
+      const auto id = rate_load(r, paced(r.plan.payload, target, TrialKind::throughput), s);
+      if (!id) {
         live_ = nullptr;
         return;
       }
-      s.add(o->point(static_cast<uint32_t>(r.trials.size() - 1)));
+      s.add(r.trials[*id].point(*id));
     }
     const auto lo = s.lo();
     if (!lo || s.state() == SearchState::sender_limited || confirm_rounds >= kMaxConfirmRounds) break;
@@ -181,13 +209,15 @@ void Runner::search(SizeResult& r, RateSearch& s, RateResult& out) {
     // that does not hold twice is not the ceiling.
     ++confirm_rounds;
     const double rate = lo->rate;
-    auto c = rate_trial(r, paced(r.plan.payload, rate, TrialKind::confirm), s);
-    if (!c) break;
-    const RatePoint cp = c->point(static_cast<uint32_t>(r.trials.size() - 1));
+    const auto cid = rate_load(r, paced(r.plan.payload, rate, TrialKind::confirm), s);
+    if (!cid) break;
+    const TrialOutcome& c = r.trials[*cid];
+    const RatePoint cp = c.point(*cid);
     s.add(cp);
-    if (s.passes(cp) && c->achieved_pps >= rate * (1 - kSenderShortfall)) {
+    if (s.passes(cp) && c.achieved_pps >= rate * (1 - kSenderShortfall)) {
       out.confirmed = true;
-      out.confirm = *c;
+      out.confirm = c;
+      confirm_id = *cid;
       break;
     }
     // A pass where the sender fell short proves nothing about `rate`: repeat again.
@@ -202,6 +232,13 @@ void Runner::search(SizeResult& r, RateSearch& s, RateResult& out) {
     out.pps = lo->rate;
     out.achieved_pps = out.best->achieved_pps;
     if (out.confirmed && out.confirm) out.achieved_pps = std::min(out.achieved_pps, out.confirm->achieved_pps);
+    for (const auto& ids : r.loads) {
+      if (std::find(ids.begin(), ids.end(), lo->tag) == ids.end() &&
+          (!confirm_id || std::find(ids.begin(), ids.end(), *confirm_id) == ids.end()))
+        continue;
+      out.trials_at_rate += static_cast<uint32_t>(ids.size());
+      for (const uint32_t id : ids) out.lossy_at_rate += s.passes(r.trials[id].point(id)) ? 0 : 1;
+    }
   }
   if (out.state == SearchState::sender_limited && !out.best) {
     // Everything passed: the fastest trial is the bound (the receiver took all the sender could offer).
@@ -229,17 +266,33 @@ void Runner::throughput(SizeResult& r) {
     first.duration_ns = cfg_.trial_ns;
   }
   live_ = &ndr;
-  auto o = trial(r, first);
-  if (!o) return;
-  ndr.add(o->point(0));
+  const auto id = rate_load(r, first, ndr);
+  if (!id) return;
+  ndr.add(r.trials[*id].point(*id));
   search(r, ndr, r.ndr);
   if (stop_flag().load() || !r.error.empty()) return;
 
   RateSearch pdr({cfg_.pdr_threshold, cfg_.resolution, cfg_.min_pps, cfg_.max_trials});
+  // NDR's rates, each judged again by the PDR's threshold (a rate still undecided there is left out).
   std::vector<RatePoint> history;
-  for (uint32_t i = 0; i < r.trials.size(); ++i)
-    if (r.trials[i].spec.kind != TrialKind::back_to_back && r.trials[i].set_aside.empty())
+  for (const auto& ids : r.loads) {
+    uint32_t passes = 0, fails = 0;
+    std::optional<uint32_t> first_pass, first_fail;
+    for (const uint32_t i : ids) {
+      if (pdr.passes(r.trials[i].point(i))) {
+        ++passes;
+        if (!first_pass) first_pass = i;
+      } else {
+        ++fails;
+        if (!first_fail) first_fail = i;
+      }
+    }
+    const Verdict v = load_verdict(passes, fails, cfg_.load);
+    if (v != Verdict::undecided) {
+      const uint32_t i = v == Verdict::pass ? *first_pass : *first_fail;
       history.push_back(r.trials[i].point(i));
+    }
+  }
   pdr.seed(history);
   search(r, pdr, r.pdr);
 }
@@ -279,11 +332,13 @@ std::vector<SizeResult> Runner::run() {
     nlohmann::json j = {{"type", "result"}, {"tool", "ceiling"}, {"payload", r.plan.payload}, {"frame", r.frame.l2},
                         {"requested_frame", r.plan.rfc_frame ? nlohmann::json(*r.plan.rfc_frame) : nlohmann::json(nullptr)},
                         {"clamped_to_minimum", r.plan.clamped}, {"trials", r.trials.size()},
-                        {"set_aside_trials", r.set_aside}};
+                        {"set_aside_trials", r.set_aside},
+                        {"load_policy", {{"trials", cfg_.load.trials}, {"exceed_ratio", cfg_.load.exceed_ratio}}}};
     if (!r.error.empty()) j["error"] = r.error;
     auto rate_result = [&](const RateResult& x, double threshold) {
       nlohmann::json o = {{"state", state_name(x.state)}, {"loss_threshold_pct", threshold * 100},
-                          {"confirmed", x.confirmed}, {"trials", x.trials}};
+                          {"confirmed", x.confirmed}, {"trials", x.trials},
+                          {"trials_at_rate", x.trials_at_rate}, {"lossy_trials_at_rate", x.lossy_at_rate}};
       if (x.found()) {
         o["rate"] = rate_json(x.pps, r.frame, info_.link);
         o["asked_pps"] = x.asked_pps > 0 ? nlohmann::json(x.asked_pps) : nlohmann::json(nullptr);

@@ -25,7 +25,10 @@ struct RateResult {
   double pps = 0;           // the offered rate found (what the best passing trial stands for)
   double asked_pps = 0;     // what pktgen was asked for it (0 = unpaced)
   double achieved_pps = 0;  // what the sender measured: the lower of best and confirm
-  uint32_t trials = 0;
+  uint32_t trials = 0;      // rates tried
+  // The trials that judged the reported rate (its own and its repeat's, LoadPolicy) and how many of them lost:
+  // 0 lossy under the default policy; under an exceed ratio, the losses a passing rate was allowed.
+  uint32_t trials_at_rate = 0, lossy_at_rate = 0;
   bool found() const { return best.has_value(); }
 };
 
@@ -45,6 +48,7 @@ struct SizeResult {
   RateResult ndr, pdr;
   BurstResult b2b;
   std::vector<TrialOutcome> trials;
+  std::vector<std::vector<uint32_t>> loads;  // each rate the searches judged: its trials (indices; set-aside ones not among them)
   uint32_t set_aside = 0;  // rate trials not counted: lost packets while the sender slipped (run again)
   std::string error;
 };
@@ -69,6 +73,9 @@ class Runner {
   std::optional<TrialOutcome> trial(SizeResult& r, const TrialSpec& spec, const RateSearch* judge = nullptr);
   // A rate trial for search `s`, run again while it is set aside (at most kMaxSetAside times).
   std::optional<TrialOutcome> rate_trial(SizeResult& r, const TrialSpec& spec, const RateSearch& s);
+  // One rate judged by cfg_.load: rate trials until load_verdict() decides. Returns the index of the trial that
+  // stands for the rate (the first that passed, or the first that lost).
+  std::optional<uint32_t> rate_load(SizeResult& r, const TrialSpec& spec, const RateSearch& s);
   TrialSpec paced(uint32_t size, double rate_pps, TrialKind kind) const;
   void progress_start(const SizeResult& r, const TrialSpec& spec);
   void progress_done(const SizeResult& r, const TrialOutcome& o);
@@ -81,6 +88,7 @@ class Runner {
   bool tty_ = false;
   uint32_t done_ = 0, estimate_ = 0;
   size_t size_index_ = 0;
+  int64_t load_ = -1;  // the rate (index into SizeResult::loads) the running trial belongs to; -1: none
   const RateSearch* live_ = nullptr;
   const BurstSearch* live_burst_ = nullptr;
   std::string last_result_;

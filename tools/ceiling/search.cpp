@@ -22,6 +22,14 @@ double trial_rate(double asked_pps, double achieved_pps, bool passed) {
   return asked_pps;
 }
 
+Verdict load_verdict(uint32_t passes, uint32_t fails, const LoadPolicy& p) {
+  const double n = p.trials < 1 ? 1.0 : static_cast<double>(p.trials);
+  const double allowed = p.exceed_ratio * n + 1e-9;  // lossy trials a passing rate may hold
+  if (static_cast<double>(fails) > allowed) return Verdict::fail;
+  if (n - static_cast<double>(passes) <= allowed) return Verdict::pass;
+  return Verdict::undecided;
+}
+
 void RateSearch::add(RatePoint t) {
   t.rate = trial_rate(t.asked_pps, t.achieved_pps, passes(t));
   points_.push_back(t);

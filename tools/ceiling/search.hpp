@@ -52,6 +52,26 @@ inline constexpr double kSenderShortfall = 0.05;
 // loss stands. A pass stands as it is: a pause cannot add load.
 inline constexpr uint32_t kMaxSetAside = 2;
 inline bool set_aside_for_slips(bool passed, uint64_t pace_slips) { return !passed && pace_slips > 0; }
+
+// How one offered rate is judged: over up to `trials` trials, with a goal
+// exceed ratio (MLRsearch, draft-ietf-bmwg-mlrsearch). The rate fails as soon
+// as more than exceed_ratio * trials of its trials lost (above the search's
+// threshold), whatever the others would show; it passes as soon as that could
+// no longer happen with the trials not yet run counted as losing; until then
+// it gets another trial. trials 1, exceed ratio 0 is RFC 2544 26.1: one
+// trial, any loss fails (the default). On a host that stalls now and then
+// (this VM: a vCPU away for longer than a shaper's queue drops a few packets
+// well under its rate), 2 trials at ratio 0.5 keep one stall from setting the
+// upper bound under the ceiling, and a rate above it costs a second trial.
+// Every lossy trial stays in the log, and the result says how many stand
+// inside the rate it reports.
+struct LoadPolicy {
+  uint32_t trials = 1;
+  double exceed_ratio = 0;
+  bool strict() const { return trials <= 1 || exceed_ratio <= 0; }
+};
+enum class Verdict { pass, fail, undecided };
+Verdict load_verdict(uint32_t passes, uint32_t fails, const LoadPolicy& p);
 // The rate a trial stands for: asked, or achieved when unpaced or when a pass fell short.
 double trial_rate(double asked_pps, double achieved_pps, bool passed);
 

@@ -179,3 +179,35 @@ TEST(SetAside, OnlyLossesWhileTheSenderSlipped) {
   EXPECT_FALSE(set_aside_for_slips(true, 0));
   EXPECT_GE(kMaxSetAside, 1u);
 }
+
+TEST(LoadVerdict, OneTrialAtRatioZeroIsRfc2544) {
+  const LoadPolicy rfc;
+  EXPECT_EQ(load_verdict(1, 0, rfc), Verdict::pass);
+  EXPECT_EQ(load_verdict(0, 1, rfc), Verdict::fail);
+  EXPECT_EQ(load_verdict(0, 0, rfc), Verdict::undecided);
+}
+
+TEST(LoadVerdict, TwoTrialsAtHalfTakeTwoLossesToFail) {
+  const LoadPolicy p{2, 0.5};
+  EXPECT_EQ(load_verdict(1, 0, p), Verdict::pass);       // a clean first trial decides
+  EXPECT_EQ(load_verdict(0, 1, p), Verdict::undecided);  // one loss: run it again
+  EXPECT_EQ(load_verdict(1, 1, p), Verdict::pass);       // one stall in two trials
+  EXPECT_EQ(load_verdict(0, 2, p), Verdict::fail);
+}
+
+TEST(LoadVerdict, ThreeTrialsAtHalfIsAMajority) {
+  const LoadPolicy p{3, 0.5};
+  EXPECT_EQ(load_verdict(1, 0, p), Verdict::undecided);
+  EXPECT_EQ(load_verdict(2, 0, p), Verdict::pass);
+  EXPECT_EQ(load_verdict(1, 1, p), Verdict::undecided);
+  EXPECT_EQ(load_verdict(0, 2, p), Verdict::fail);
+  EXPECT_EQ(load_verdict(2, 1, p), Verdict::pass);
+  EXPECT_EQ(load_verdict(1, 2, p), Verdict::fail);
+}
+
+TEST(LoadVerdict, EveryPolicyDecidesWithinItsTrials) {
+  for (uint32_t n = 1; n <= 8; ++n)
+    for (double x : {0.0, 0.1, 0.25, 0.5, 0.75, 0.9})
+      for (uint32_t f = 0; f <= n; ++f)
+        EXPECT_NE(load_verdict(n - f, f, LoadPolicy{n, x}), Verdict::undecided) << n << " trials, ratio " << x << ", " << f << " lossy";
+}
