@@ -42,6 +42,29 @@ std::string size_label(const SizeResult& r) {
   return b;
 }
 
+// The trial that stands for a rate judged over its trials `ids` by `s`'s threshold and policy `p`: the first
+// that passed when the verdict is pass, the first that lost when it is fail; nullopt while undecided.
+std::optional<uint32_t> judged(const std::vector<uint32_t>& ids, const std::vector<TrialOutcome>& trials,
+                               const RateSearch& s, const LoadPolicy& p) {
+  uint32_t passes = 0, fails = 0;
+  std::optional<uint32_t> first_pass, first_fail;
+  for (const uint32_t i : ids) {
+    if (s.passes(trials[i].point(i))) {
+      ++passes;
+      if (!first_pass) first_pass = i;
+    } else {
+      ++fails;
+      if (!first_fail) first_fail = i;
+    }
+  }
+  switch (load_verdict(passes, fails, p)) {
+    case Verdict::pass: return first_pass;
+    case Verdict::fail: return first_fail;
+    case Verdict::undecided: break;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 nlohmann::json rate_json(double pps, const net::FrameSizes& f, const report::LinkInfo& link) {
@@ -102,28 +125,16 @@ std::optional<TrialOutcome> Runner::rate_trial(SizeResult& r, const TrialSpec& s
 
 std::optional<uint32_t> Runner::rate_load(SizeResult& r, const TrialSpec& spec, const RateSearch& s) {
   std::vector<uint32_t> ids;
-  uint32_t passes = 0, fails = 0;
-  std::optional<uint32_t> first_pass, first_fail;
-  Verdict v = Verdict::undecided;
+  std::optional<uint32_t> standing;
   load_ = static_cast<int64_t>(r.loads.size());
-  while (v == Verdict::undecided) {
-    const auto o = rate_trial(r, spec, s);
-    if (!o) break;
-    const auto id = static_cast<uint32_t>(r.trials.size() - 1);
-    ids.push_back(id);
-    if (s.passes(o->point(id))) {
-      ++passes;
-      if (!first_pass) first_pass = id;
-    } else {
-      ++fails;
-      if (!first_fail) first_fail = id;
-    }
-    v = load_verdict(passes, fails, cfg_.load);
+  while (!standing) {
+    if (!rate_trial(r, spec, s)) break;  // interrupted, or a trial could not run
+    ids.push_back(static_cast<uint32_t>(r.trials.size() - 1));
+    standing = judged(ids, r.trials, s, cfg_.load);
   }
   load_ = -1;
-  if (v == Verdict::undecided) return std::nullopt;  // interrupted, or a trial could not run
-  r.loads.push_back(std::move(ids));
-  return v == Verdict::pass ? *first_pass : *first_fail;
+  if (standing) r.loads.push_back(std::move(ids));
+  return standing;
 }
 
 std::optional<TrialOutcome> Runner::trial(SizeResult& r, const TrialSpec& spec, const RateSearch* judge) {
@@ -275,24 +286,8 @@ void Runner::throughput(SizeResult& r) {
   RateSearch pdr({cfg_.pdr_threshold, cfg_.resolution, cfg_.min_pps, cfg_.max_trials});
   // NDR's rates, each judged again by the PDR's threshold (a rate still undecided there is left out).
   std::vector<RatePoint> history;
-  for (const auto& ids : r.loads) {
-    uint32_t passes = 0, fails = 0;
-    std::optional<uint32_t> first_pass, first_fail;
-    for (const uint32_t i : ids) {
-      if (pdr.passes(r.trials[i].point(i))) {
-        ++passes;
-        if (!first_pass) first_pass = i;
-      } else {
-        ++fails;
-        if (!first_fail) first_fail = i;
-      }
-    }
-    const Verdict v = load_verdict(passes, fails, cfg_.load);
-    if (v != Verdict::undecided) {
-      const uint32_t i = v == Verdict::pass ? *first_pass : *first_fail;
-      history.push_back(r.trials[i].point(i));
-    }
-  }
+  for (const auto& ids : r.loads)
+    if (const auto i = judged(ids, r.trials, pdr, cfg_.load)) history.push_back(r.trials[*i].point(*i));
   pdr.seed(history);
   search(r, pdr, r.pdr);
 }
