@@ -296,10 +296,12 @@ int main(int argc, char** argv) {
 #if RATELINE_HAVE_XDP
     kernel_stamps = xdp_tx != nullptr;
 #endif
-    const char* stamps = kernel_stamps              ? "bpf_ktime_get_ns() per frame, in the kernel"
-                         : tsc_rate().ns_per_tick_q32 ? "CLOCK_MONOTONIC per batch, extended per packet by the TSC (clocksource tsc; RATELINE_TSC_STAMPS=0: clock_gettime per packet)"
-                                                      : "clock_gettime(CLOCK_MONOTONIC) per packet";
-    std::printf("pktgen: send stamps: %s\n", stamps);
+    const std::string stamps =
+        kernel_stamps      ? std::string("bpf_ktime_get_ns() per frame, in the kernel")
+        : tsc_stamp_basis() ? std::string("CLOCK_MONOTONIC read at least every 100 us, extended per packet by the TSC (") +
+                                  tsc_stamp_basis() + "; RATELINE_TSC_STAMPS=0: clock_gettime per packet)"
+                            : std::string("clock_gettime(CLOCK_MONOTONIC) per packet");
+    std::printf("pktgen: send stamps: %s\n", stamps.c_str());
     if (cfg.rate)
       std::printf("pktgen: rate asked %s %s = %.0f pps (%.2f Mbit/s payload, %.2f L2, %.2f L1)\n",
                   units::si(cfg.rate->value, 2).c_str(), cfg.rate->unit == units::RateUnit::pps ? "pps" : (std::string("bit/s ") + layer_name(cfg.rate_layer)).c_str(),
@@ -385,6 +387,7 @@ int main(int argc, char** argv) {
     uint64_t first = ~0ull, last = 0;
     std::string errors;
     bool stalled = false;
+    uint32_t stamp_clock_breaks = 0;
     nlohmann::json streams = nlohmann::json::array();
     for (auto& w : workers) {
       if (!w->error.empty()) errors += (errors.empty() ? "" : "; ") + w->error;
@@ -405,6 +408,7 @@ int main(int argc, char** argv) {
         last = std::max(last, c.last_ns);
       }
       stalled |= w->result.stalled;
+      stamp_clock_breaks += w->result.stamp_clock_breaks;
       for (const auto& f : w->result.flows) streams.push_back({{"stream", f.stream}, {"sent", f.next_seq}});
     }
     const double seconds = last > first ? static_cast<double>(last - first) / 1e9 : 0.0;
@@ -427,6 +431,9 @@ int main(int argc, char** argv) {
     std::printf("end markers: %" PRIu64 " sent; backend retries: %" PRIu64 "; pace slips: %" PRIu64 "%s\n",
                 total.end_markers, total.retries, total.pace_slips, interrupted ? "; interrupted by signal" : "");
     if (stalled) std::printf("warning: the backend accepted nothing for 2 s: run stopped early (%s)\n", errno_text(total.last_error).c_str());
+    if (stamp_clock_breaks)
+      std::printf("send stamps: the TSC left CLOCK_MONOTONIC's pace in %u worker(s); from then on their stamps were "
+                  "clock_gettime per packet\n", stamp_clock_breaks);
     if (!errors.empty()) std::fprintf(stderr, "pktgen: %s\n", errors.c_str());
 #if RATELINE_HAVE_XDP
     if (xdp_tx && !xdp_tx->advice().empty()) std::fprintf(stderr, "pktgen: %s\n", xdp_tx->advice().c_str());
@@ -441,7 +448,8 @@ int main(int argc, char** argv) {
                 {"line_rate_pct", pct ? nlohmann::json(*pct) : nlohmann::json(nullptr)}, {"line_rate_basis", "l1"},
                 {"link", link.device}, {"link_speed_mbps", link.speed_mbps ? nlohmann::json(*link.speed_mbps) : nlohmann::json(nullptr)},
                 {"link_nominal", link.nominal}, {"rate_pps_asked", cfg.rate ? nlohmann::json(asked_pps) : nlohmann::json(nullptr)},
-                {"interrupted", interrupted}, {"stalled", stalled}, {"errors", errors}, {"streams", streams}};
+                {"interrupted", interrupted}, {"stalled", stalled}, {"stamp_clock_breaks", stamp_clock_breaks},
+                {"errors", errors}, {"streams", streams}};
 #if RATELINE_HAVE_DPDK
     if (dpdk) {
       const drivers::DpdkCounters dc = dpdk->counters();

@@ -3,9 +3,10 @@
 // Per packet it writes the payload (header, pattern, checksum) and, for
 // Ethernet-layer backends, the UDP checksum; headers are copied only into
 // stale slots. One stamp per packet: every packet carries its own send
-// time (TSC-extended CLOCK_MONOTONIC where the kernel keeps time with the TSC,
+// time (TSC-extended CLOCK_MONOTONIC where CLOCK_MONOTONIC runs on the TSC,
 // else a clock_gettime per packet). Per batch: one reserve, one commit (more only when the backend
-// pushes back), one stop-flag load.
+// pushes back), one stop-flag load; per burst one clock read (the same TSC
+// extension) for pacing, progress and the in-burst rate.
 #pragma once
 
 #include <algorithm>
@@ -168,7 +169,6 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
       TxFlow& f = plan.flows[flow_cursor];
       flow_cursor = flow_cursor + 1 == flows ? 0 : flow_cursor + 1;
       uint64_t seq = f.next_seq;
-      stamps.rebase();
       for (TxSlot& s : slots) {
         const wire::PayloadSums sums =
             wire::fill_data_payload(detail::data_payload<Q>(s, f), plan.payload, f.stream, seq++, stamps.stamp());
@@ -181,7 +181,7 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
       burst_left -= taken;
       if (taken < slots.size()) break;  // stop or stall
     }
-    now = now_ns();
+    now = stamps.now();  // a TSC read where stamps are TSC-extended: cheaper than clock_gettime
     c.last_ns = now;
     if (whole_burst && !burst_left) c.note_burst(plan.pace.burst, now - burst_start_ns);
     if (now >= next_publish_ns) {
@@ -190,7 +190,7 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
     }
     if (burst_left || (plan.quota && c.packets >= plan.quota)) break;
     if (!pacer.wait_for_next_burst(now, stop)) break;
-    now = now_ns();
+    if (plan.pace.paced()) now = stamps.now();  // unpaced, no time passed since the read above
   }
 
   // End markers: a few copies per stream, spaced, so the receiver learns the
@@ -217,6 +217,7 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
   q.flush();
   publish(now_ns(), true);
   result.counters = c;
+  result.stamp_clock_breaks = stamps.rate_breaks();
   result.flows = std::move(plan.flows);
   return result;
 }

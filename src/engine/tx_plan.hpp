@@ -44,6 +44,7 @@ struct TxResult {
   stats::TxCounters counters;
   std::vector<TxFlow> flows;  // next_seq = sent per stream
   bool stalled = false;
+  uint32_t stamp_clock_breaks = 0;  // the TSC left CLOCK_MONOTONIC's pace: stamps fell back to clock_gettime
 };
 
 }  // namespace rateline::engine

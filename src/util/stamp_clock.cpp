@@ -10,16 +10,38 @@ namespace rateline {
 
 namespace {
 
-// The kernel trusts the TSC as its monotonic clock only when it is invariant
-// and synchronised across CPUs; we interpolate only then.
-bool kernel_keeps_time_with_tsc() {
-#if defined(__x86_64__)
+std::string current_clocksource() {
   std::ifstream f("/sys/devices/system/clocksource/clocksource0/current_clocksource");
   std::string name;
-  return f && (f >> name) && name == "tsc";
-#else
+  if (!(f >> name)) name.clear();
+  return name;
+}
+
+// The CPU says its TSC ticks at one rate whatever the power state
+// (constant_tsc) and does not stop in deep idle (nonstop_tsc).
+bool cpu_has_invariant_tsc() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    return line.find(" constant_tsc") != std::string::npos && line.find(" nonstop_tsc") != std::string::npos;
+  }
   return false;
+}
+
+// CLOCK_MONOTONIC runs on the TSC when the kernel uses it directly (it does
+// so only when the TSC is invariant and synchronised across CPUs), or under
+// KVM through kvm-clock, which scales the guest's TSC by the host's
+// parameters: interpolating is sound there when the TSC is invariant (a VMM
+// may still boot the guest with tsc=unstable, e.g. for snapshots restored
+// elsewhere; StampClock's extension bound and drift check cover that).
+const char* tsc_basis() {
+#if defined(__x86_64__)
+  const std::string source = current_clocksource();
+  if (source == "tsc") return "clocksource tsc";
+  if (source == "kvm-clock" && cpu_has_invariant_tsc()) return "clocksource kvm-clock, invariant TSC";
 #endif
+  return nullptr;
 }
 
 // A (ticks, ns) pair read back to back; the ticks are the midpoint of two
@@ -56,7 +78,7 @@ uint64_t rate_over(uint64_t span_ns) {
 TscRate measure() {
   const char* env = std::getenv("RATELINE_TSC_STAMPS");
   if (env && std::strcmp(env, "0") == 0) return {};  // A/B runs and tests: per-packet clock_gettime
-  if (!kernel_keeps_time_with_tsc()) return {};
+  if (!tsc_basis()) return {};
   read_pair();  // touch the vDSO and this code before anything is timed
   // Two consecutive 2 ms measurements must agree to 1e-4 (a stall or a
   // migration inside one shows as disagreement); else try again, then give up
@@ -77,5 +99,7 @@ TscRate tsc_rate() {
   static const TscRate rate = measure();
   return rate;
 }
+
+const char* tsc_stamp_basis() { return tsc_rate().ns_per_tick_q32 ? tsc_basis() : nullptr; }
 
 }  // namespace rateline

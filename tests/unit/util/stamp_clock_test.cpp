@@ -18,12 +18,23 @@ using namespace rateline;
 // Skew of a rebase pair plus rate error over the spans below: far under 1 us.
 constexpr uint64_t kToleranceNs = 1000;
 
-TEST(StampClock, InterpolatesWhereTheKernelUsesTheTsc) {
+bool cpu_flag(const std::string& flag) {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("flags", 0) == 0) return (line + " ").find(" " + flag + " ") != std::string::npos;
+  return false;
+}
+
+TEST(StampClock, InterpolatesWhereMonotonicRunsOnTheTsc) {
   std::ifstream f("/sys/devices/system/clocksource/clocksource0/current_clocksource");
   std::string name;
   f >> name;
 #if defined(__x86_64__)
-  EXPECT_EQ(tsc_rate().ns_per_tick_q32 != 0, name == "tsc") << "clocksource " << name;
+  const bool tsc_based =
+      name == "tsc" || (name == "kvm-clock" && cpu_flag("constant_tsc") && cpu_flag("nonstop_tsc"));
+  EXPECT_EQ(tsc_rate().ns_per_tick_q32 != 0, tsc_based) << "clocksource " << name;
+  EXPECT_EQ(tsc_stamp_basis() != nullptr, tsc_based);
 #else
   EXPECT_EQ(tsc_rate().ns_per_tick_q32, 0u);
 #endif
@@ -55,7 +66,10 @@ TEST(StampClock, StampsLieBetweenClockReadsAroundThem) {
 
 TEST(StampClock, StaysOnTheClockAcrossLongGapsBetweenRebases) {
   StampClock c;
+  const bool interpolating = c.interpolating();
   expect_on_the_clock(c, 20, std::chrono::microseconds(5000));
+  EXPECT_EQ(c.rate_breaks(), 0u) << "a correctly calibrated TSC was judged off the clock";
+  EXPECT_EQ(c.interpolating(), interpolating);
 }
 
 TEST(StampClock, WithoutARateEveryStampIsAClockRead) {
@@ -67,18 +81,62 @@ TEST(StampClock, WithoutARateEveryStampIsAClockRead) {
   EXPECT_LE(t, now_ns());
 }
 
-// A wrong rate must be caught by the bound check above: a rate 1% off drifts
-// 10 us over 1 ms without a rebase, far past the tolerance.
-TEST(StampClock, AWrongRateIsVisibleToTheBoundCheck) {
-  const TscRate good = tsc_rate();
-  if (!good.ns_per_tick_q32) GTEST_SKIP() << "no TSC interpolation on this machine";
-  StampClock c{TscRate{good.ns_per_tick_q32 + good.ns_per_tick_q32 / 100}};
-  c.rebase();
+void spin_for_ns(uint64_t ns) {
   const uint64_t start = now_ns();
-  while (now_ns() - start < 1'000'000) {
+  while (now_ns() - start < ns) {
   }
+}
+
+// This machine's calibrated rate made `percent` % too fast: a TSC that no
+// longer keeps CLOCK_MONOTONIC's pace (0 where there is no TSC interpolation).
+TscRate rate_off_by(uint64_t percent) {
+  const TscRate good = tsc_rate();
+  return {good.ns_per_tick_q32 + good.ns_per_tick_q32 * percent / 100};
+}
+
+// A wrong rate must be caught by the bound check above: a rate 3% off drifts
+// 2.4 us over 80 us (inside the 100 us extension bound) without a rebase.
+TEST(StampClock, AWrongRateIsVisibleToTheBoundCheck) {
+  if (!tsc_rate().ns_per_tick_q32) GTEST_SKIP() << "no TSC interpolation on this machine";
+  StampClock c{rate_off_by(3)};
+  c.rebase();
+  spin_for_ns(80'000);
   const uint64_t hi = now_ns();
   EXPECT_GT(c.stamp(), hi + kToleranceNs);
+}
+
+// However wrong the rate, a stamp never extends the base by more than the
+// bound (100 us): past it, the stamp rebases first. A 3% error over 1 ms
+// would be 30 us.
+TEST(StampClock, AnExtensionPastItsBoundRebasesFirst) {
+  if (!tsc_rate().ns_per_tick_q32) GTEST_SKIP() << "no TSC interpolation on this machine";
+  StampClock c{rate_off_by(3)};
+  c.rebase();
+  spin_for_ns(1'000'000);
+  const uint64_t lo = now_ns();
+  const uint64_t t = c.stamp();
+  const uint64_t hi = now_ns();
+  EXPECT_GE(t + kToleranceNs, lo);
+  EXPECT_LE(t, hi + kToleranceNs);
+}
+
+// A TSC that stops keeping CLOCK_MONOTONIC's pace (here: a rate 1% off, as
+// after a VM moved to a host with another TSC frequency) is found by a
+// rebase at least 4 ms after the last check; from then on every stamp is a
+// clock read.
+TEST(StampClock, ATscOffThePaceStopsTheInterpolation) {
+  if (!tsc_rate().ns_per_tick_q32) GTEST_SKIP() << "no TSC interpolation on this machine";
+  StampClock c{rate_off_by(1)};
+  for (int i = 0; i < 20 && c.interpolating(); ++i) {  // a stalled base pair defers the check: try again
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    c.rebase();
+  }
+  EXPECT_FALSE(c.interpolating());
+  EXPECT_EQ(c.rate_breaks(), 1u);
+  const uint64_t lo = now_ns();
+  const uint64_t t = c.stamp();
+  EXPECT_GE(t, lo);
+  EXPECT_LE(t, now_ns());
 }
 
 }  // namespace
