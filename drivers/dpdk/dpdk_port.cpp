@@ -220,15 +220,18 @@ DpdkPort::DpdkPort(const DpdkPortConfig& cfg) {
   // Pool sizes first: they decide between hugepages and --no-huge.
   const uint32_t rx_desc = cfg.transmit ? kIdleDescriptors : kRxDescriptors;
   const uint32_t tx_desc = cfg.transmit ? kTxDescriptors : kIdleDescriptors;
-  tx_slots_ = cfg.transmit ? round_up_pow2(2u * tx_desc) : 0;
+  // Each sending worker's own TX pool: what its TX ring can hold, its
+  // lcore's mempool cache (up to 1.5x the cache size), and one batch in hand.
+  tx_pool_mbufs_ = cfg.transmit ? round_up_pow2(tx_desc + kPoolCache * 3 / 2 + DpdkTxQueue::kMaxBatch) - 1 : 0;
   const uint32_t data_room = std::max<uint32_t>(RTE_MBUF_DEFAULT_BUF_SIZE, cfg.max_frame_bytes + RTE_PKTMBUF_HEADROOM);
   // net_af_xdp fills each RX queue's XDP fill ring from our pool at setup,
   // whatever nb_rx_desc says (libxdp's default ring, 2048 frames here, 4096 to be safe).
   bool af_xdp = false;
   for (const std::string& a : cfg.eal_args) af_xdp |= a.find("net_af_xdp") != std::string::npos;
   const uint32_t rx_reserved = af_xdp ? std::max<uint32_t>(rx_desc, kAfXdpFillFrames) : rx_desc;
-  const uint32_t per_queue = tx_slots_ + rx_reserved + tx_desc + 2 * std::max<uint32_t>(cfg.batch, 64);
-  const uint64_t pool_bytes = uint64_t{queues} * per_queue * (data_room + 256) + (queues + 1ull) * kPoolCache * (data_room + 256);
+  const uint32_t per_queue = rx_reserved + 2 * std::max<uint32_t>(cfg.batch, 64);  // the shared (RX) pool
+  const uint64_t pool_bytes = (uint64_t{queues} * (per_queue + tx_pool_mbufs_) + (queues + 1ull) * kPoolCache) *
+                              (data_room + 256);
 
   remove_stale_runtime_dirs(cfg.tool);
   init_eal(eal_arguments(cfg, main_cpu, pool_bytes, eal_note_), eal_note_);
@@ -296,6 +299,7 @@ void DpdkPort::open_port(const DpdkPortConfig& cfg, uint16_t queues, uint32_t rx
     conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
     conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
   }
+  if (cfg.transmit) conf.txmode.offloads = info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
   check(rte_eth_dev_configure(port_, queues, queues, &conf), "configure DPDK port " + name_);
   uint16_t nb_rxd = static_cast<uint16_t>(rx_desc), nb_txd = static_cast<uint16_t>(tx_desc);
   check(rte_eth_dev_adjust_nb_rx_tx_desc(port_, &nb_rxd, &nb_txd), "fit the descriptor counts of DPDK port " + name_);
@@ -321,11 +325,28 @@ void DpdkPort::open_port(const DpdkPortConfig& cfg, uint16_t queues, uint32_t rx
     pool_text += (pool_text.empty() ? "" : ", ") + std::to_string(n) + " mbufs x " + std::to_string(data_room) +
                  " B on socket " + std::to_string(socket);
   }
+  // TX pools: one per sending queue, so that every mbuf a queue sends comes
+  // back to it with its frame intact (dpdk_queues.hpp).
+  for (uint16_t q = 0; cfg.transmit && q < queues; ++q) {
+    const std::string pool_name = "rateline_tx" + std::to_string(q);
+    rte_mempool* pool = rte_pktmbuf_pool_create(pool_name.c_str(), tx_pool_mbufs_, kPoolCache, 0,
+                                                static_cast<uint16_t>(data_room), queue_socket_[q]);
+    if (!pool)
+      throw SetupError("Couldn't create the DPDK TX mempool of " + std::to_string(tx_pool_mbufs_) + " mbufs for queue " +
+                       std::to_string(q) + ": " + rte_strerror(rte_errno) + "; " + eal_note_);
+    tx_pools_.push_back(pool);
+  }
+  if (cfg.transmit)
+    pool_text += ", and " + std::to_string(queues) + " TX mempool(s) of " + std::to_string(tx_pool_mbufs_) + " mbufs";
+  // Every TX mbuf has refcount 1 and comes from its queue's own pool: the
+  // conditions of MBUF_FAST_FREE, which lets a PMD return it to the pool
+  // without looking at it.
+  const uint64_t fast_free = cfg.transmit ? info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE : 0;
   for (uint16_t q = 0; q < queues; ++q) {
     const int socket = queue_socket_[q];
     rte_mempool* pool = std::find_if(pools_.begin(), pools_.end(), [&](auto& p) { return p.first == socket; })->second;
     rte_eth_txconf txconf = info.default_txconf;
-    txconf.offloads = 0;  // no MBUF_FAST_FREE: our TX mbufs carry a second reference
+    txconf.offloads = fast_free;
     check(rte_eth_tx_queue_setup(port_, q, nb_txd, static_cast<unsigned>(socket), &txconf),
           "set up TX queue " + std::to_string(q) + " of DPDK port " + name_);
     check(rte_eth_rx_queue_setup(port_, q, nb_rxd, static_cast<unsigned>(socket), nullptr, pool),
@@ -360,6 +381,7 @@ void DpdkPort::close() {
   if (started_) rte_eth_dev_stop(port_);
   if (port_found_) rte_eth_dev_close(port_);
   for (auto& [socket, pool] : pools_) rte_mempool_free(pool);
+  for (rte_mempool* pool : tx_pools_) rte_mempool_free(pool);
   rte_eal_cleanup();
   // EAL leaves its runtime directory (config, fbarrays) behind: it was ours alone.
   if (!runtime_dir_.empty() && runtime_dir_.find("/rateline-") != std::string::npos) remove_dir_files(runtime_dir_);
@@ -377,9 +399,7 @@ DpdkTxConfig DpdkPort::tx_config(unsigned worker) const {
   DpdkTxConfig c;
   c.port = port_;
   c.queue = static_cast<uint16_t>(worker);
-  const int socket = queue_socket_[worker];
-  c.pool = std::find_if(pools_.begin(), pools_.end(), [&](auto& p) { return p.first == socket; })->second;
-  c.slots = tx_slots_;
+  c.pool = tx_pools_.at(worker);
   c.max_frame_bytes = max_frame_bytes_;
   return c;
 }

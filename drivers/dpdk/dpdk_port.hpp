@@ -19,7 +19,8 @@
 // net_af_packet0,iface=X; net_af_xdp0,iface=X; net_null0; net_ring0). --device
 // picks one by port id or device name; default: the first port.
 // One TX and one RX queue per worker; RSS over the RX queues where the PMD
-// has it. Mempools: one per NUMA socket that has workers.
+// has it. Mempools: one per NUMA socket that has workers, for the RX queues;
+// and when sending, one per TX queue on its worker's socket.
 #pragma once
 
 #include <cstdint>
@@ -105,8 +106,9 @@ class DpdkPort {
   bool virtual_ = false;
   bool started_ = false;
   std::vector<int> queue_socket_;                      // NUMA socket of each worker's queue
-  std::vector<std::pair<int, rte_mempool*>> pools_;    // one per socket
-  uint32_t tx_slots_ = 0;
+  std::vector<std::pair<int, rte_mempool*>> pools_;    // one per socket: RX queues
+  std::vector<rte_mempool*> tx_pools_;                 // pktgen: one per TX queue (dpdk_queues.hpp)
+  uint32_t tx_pool_mbufs_ = 0;
   std::string runtime_dir_;
   std::string summary_, eal_note_;
   std::optional<net::MacAddress> peer_mac_;

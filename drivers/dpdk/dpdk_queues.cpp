@@ -2,6 +2,7 @@
 
 #include <rte_errno.h>
 
+#include <atomic>
 #include <string>
 
 #include "util/errors.hpp"
@@ -20,36 +21,34 @@ DpdkLcore::~DpdkLcore() {
   if (registered_) rte_thread_unregister();
 }
 
-DpdkTxQueue::DpdkTxQueue(const DpdkTxConfig& cfg)
-    : port_(cfg.port), queue_(cfg.queue), slots_count_(cfg.slots), mbufs_(cfg.slots), slots_(cfg.slots) {
-  if (rte_pktmbuf_alloc_bulk(cfg.pool, mbufs_.data(), slots_count_) != 0)
-    throw SetupError("Couldn't take " + std::to_string(slots_count_) + " mbufs for TX queue " + std::to_string(queue_) +
-                     " from the DPDK mempool: it is too small (more hugepages, or fewer --threads)");
-  for (uint32_t i = 0; i < slots_count_; ++i) {
-    rte_mbuf* m = mbufs_[i];
-    if (rte_pktmbuf_tailroom(m) < cfg.max_frame_bytes) {
-      rte_pktmbuf_free_bulk(mbufs_.data(), slots_count_);
-      throw SetupError("DPDK mbufs hold " + std::to_string(rte_pktmbuf_tailroom(m)) + " B, frames need " +
-                       std::to_string(cfg.max_frame_bytes) + " B");
-    }
-    slots_[i].data = rte_pktmbuf_mtod(m, uint8_t*);
-    slots_[i].capacity = rte_pktmbuf_tailroom(m);
-    slots_[i].stale = true;
-  }
+namespace {
+std::atomic<uint16_t> tx_queue_generations{0};
+}
+
+DpdkTxQueue::DpdkTxQueue(const DpdkTxConfig& cfg) : port_(cfg.port), queue_(cfg.queue), pool_(cfg.pool) {
+  do generation_ = ++tx_queue_generations; while (generation_ == 0);
+  const uint32_t capacity = rte_pktmbuf_data_room_size(pool_) - RTE_PKTMBUF_HEADROOM;
+  if (capacity < cfg.max_frame_bytes)
+    throw SetupError("DPDK mbufs hold " + std::to_string(capacity) + " B, frames need " +
+                     std::to_string(cfg.max_frame_bytes) + " B");
+  for (engine::TxSlot& s : slots_) s.capacity = capacity;
+  // lcore_ (a member) has registered this thread by now: it has an lcore id.
+  cache_ = rte_mempool_default_cache(pool_, rte_lcore_id());
 }
 
 DpdkTxQueue::~DpdkTxQueue() {
-  // Drops our reference: an mbuf the PMD still holds goes back to the pool
-  // when the PMD frees it.
-  rte_pktmbuf_free_bulk(mbufs_.data(), slots_count_);
+  // Mbufs reserved and never handed over (an exception between reserve and
+  // commit); the PMD returns the others to the pool itself.
+  if (reserved_ > handed_)
+    rte_mempool_put_bulk(pool_, reinterpret_cast<void**>(mbufs_.data() + handed_), reserved_ - handed_);
 }
 
 void DpdkTxQueue::flush() {
-  // Bounded: at most ~1 s for the PMD to give every mbuf back.
+  // Bounded: at most ~1 s for the PMD to give every mbuf back to the pool
+  // (the count includes every lcore's cache).
+  const unsigned size = pool_->size;
   for (int tries = 0; tries < 2000; ++tries) {
-    bool pending = false;
-    for (uint32_t i = 0; i < slots_count_ && !pending; ++i) pending = rte_mbuf_refcnt_read(mbufs_[i]) != 1;
-    if (!pending) return;
+    if (rte_mempool_avail_count(pool_) + (reserved_ - handed_) >= size) return;
     reclaim();
     const timespec ts{0, 500'000};
     nanosleep(&ts, nullptr);

@@ -2,13 +2,19 @@
 // The port, the EAL and the mempools are set up once by DpdkPort
 // (dpdk_port.hpp); the queues only move mbufs.
 //
-// TX: every slot is an mbuf taken from the mempool once, at setup, and kept:
-// the queue holds one reference to it for its whole life. commit() raises the
-// refcount to 2 and hands the batch to rte_eth_tx_burst; the PMD's free after
-// transmission brings it back to 1, so the mbuf never returns to the pool and
-// its frame (the flow's headers) is still there when the slot comes round
-// again: slots are stale only the first time. Untaken mbufs get their count
-// back to 1 and stay reserved for the engine's retry.
+// TX: each queue has a mempool of its own that nothing else takes from, and
+// every mbuf in it goes back with the frame we wrote still in it (a PMD frees
+// a sent mbuf without touching its data). So the frame's headers survive the
+// round trip: an mbuf's `hash.usr` (a user field no TX path reads) says
+// which flow's data headers it holds (0: none, write them). reserve() takes
+// a batch with one rte_mempool_get_bulk, commit() hands it to
+// rte_eth_tx_burst, and the PMD's free puts each mbuf back in this lcore's
+// mempool cache, last in, first out: the next batch reuses the mbufs just
+// freed, still in the CPU's cache (on net_null and the vdevs, which free
+// inside tx_burst, the same few dozen mbufs go round). Every mbuf has
+// refcount 1 and comes from the queue's pool, so MBUF_FAST_FREE is offered
+// to PMDs that have it. Untaken mbufs stay reserved for the engine's retry;
+// cancelled ones go back to the pool.
 //
 // RX: rte_eth_rx_burst into an array of mbuf pointers, frames parsed in place
 // by the engine, rte_pktmbuf_free_bulk on release(). An idle queue spins for
@@ -24,6 +30,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
+#include <array>
 #include <cstdint>
 #include <ctime>
 #include <span>
@@ -36,8 +43,7 @@ namespace rateline::drivers {
 struct DpdkTxConfig {
   uint16_t port = 0;
   uint16_t queue = 0;
-  rte_mempool* pool = nullptr;  // on the port's NUMA socket
-  uint32_t slots = 2048;        // prebuilt mbufs: more than the TX ring holds in flight
+  rte_mempool* pool = nullptr;  // this queue's own, on its worker's NUMA socket (DpdkPort::tx_config)
   uint32_t max_frame_bytes = 1514;
 };
 
@@ -63,21 +69,29 @@ class DpdkLcore {
 class DpdkTxQueue {
  public:
   static constexpr engine::Layer kLayer = engine::Layer::ethernet;
+  static constexpr uint32_t kMaxBatch = 512;  // slots one reserve() hands out
 
   explicit DpdkTxQueue(const DpdkTxConfig& cfg);
   ~DpdkTxQueue();
   DpdkTxQueue(const DpdkTxQueue&) = delete;
   DpdkTxQueue& operator=(const DpdkTxQueue&) = delete;
 
-  // Contiguous slots from head_ whose mbufs the PMD gave back (refcount 1),
-  // never across the ring's end (the caller gets a shorter batch there).
+  // n mbufs from the queue's pool (fewer never: the bulk get is all or
+  // nothing; empty when the PMD still holds too many, then the engine
+  // reclaims and asks again).
   std::span<engine::TxSlot> reserve(uint32_t n) {
-    const uint32_t limit = n < slots_count_ - head_ ? n : slots_count_ - head_;
-    uint32_t count = 0;
-    // Acquire pairs with the PMD's release-ordered decrement in rte_pktmbuf_free:
-    // its last read of the frame happens before we write the frame again.
-    while (count < limit && __atomic_load_n(&mbufs_[head_ + count]->refcnt, __ATOMIC_ACQUIRE) == 1) ++count;
-    return {slots_.data() + head_, count};
+    if (n > kMaxBatch) n = kMaxBatch;
+    if (rte_mempool_generic_get(pool_, reinterpret_cast<void**>(mbufs_.data()), n, cache_) != 0) return {};
+    for (uint32_t i = 0; i < n; ++i) {
+      rte_mbuf* m = mbufs_[i];
+      const uint32_t holds = m->hash.usr;  // written by commit()/cancel() when the mbuf was last ours
+      slots_[i].data = static_cast<uint8_t*>(m->buf_addr) + m->data_off;
+      slots_[i].stale = (holds >> 16) != generation_ || (holds & 0xffff) == 0;
+      slots_[i].flow = static_cast<uint16_t>((holds & 0xffff) - 1);
+    }
+    reserved_ = n;
+    handed_ = 0;
+    return {slots_.data(), n};
   }
 
   engine::CommitResult commit(std::span<engine::TxSlot> filled) {
@@ -87,15 +101,21 @@ class DpdkTxQueue {
     for (uint16_t i = 0; i < n; ++i) {
       m[i]->data_len = static_cast<uint16_t>(filled[i].len);
       m[i]->pkt_len = filled[i].len;
-      rte_mbuf_refcnt_set(m[i], 2);  // plain store: nobody else holds it (refcount was 1)
+      m[i]->hash.usr = holds_tag(filled[i]);
     }
     const uint16_t sent = rte_eth_tx_burst(port_, queue_, m, n);
-    for (uint16_t i = sent; i < n; ++i) rte_mbuf_refcnt_set(m[i], 1);  // still ours, not handed over
-    head_ = first + sent == slots_count_ ? 0 : first + sent;
+    handed_ = first + sent;  // the rest stays reserved for the engine's retry (or cancel)
     return {sent, 0, 0};
   }
 
-  void cancel(std::span<engine::TxSlot>) {}  // reserved slots were never handed over: still refcount 1
+  // Slots never committed go back to the pool, saying what their frames hold.
+  void cancel(std::span<engine::TxSlot> slots) {
+    const auto first = static_cast<uint32_t>(slots.data() - slots_.data());
+    for (uint32_t i = 0; i < slots.size(); ++i) mbufs_[first + i]->hash.usr = holds_tag(slots[i]);
+    rte_mempool_generic_put(pool_, reinterpret_cast<void**>(mbufs_.data() + first), static_cast<unsigned>(slots.size()),
+                            cache_);
+    handed_ = reserved_ = 0;
+  }
 
   // PMDs reap finished descriptors inside tx_burst, or on request.
   void reclaim() {
@@ -105,12 +125,23 @@ class DpdkTxQueue {
   void flush();
 
  private:
+  // The tag: this queue's generation in the high half (an earlier queue on
+  // the same pool had other flows and lengths), flow + 1 in the low half; 0
+  // in the low half (also a fresh mbuf: the pool zeroes them) and end
+  // markers' frames hold no data headers.
+  uint32_t holds_tag(const engine::TxSlot& s) const {
+    return s.stale ? 0 : uint32_t{generation_} << 16 | (uint32_t{s.flow} + 1);
+  }
+
   uint16_t port_ = 0;
   uint16_t queue_ = 0;
-  uint32_t slots_count_ = 0;
-  uint32_t head_ = 0;                  // next slot to hand out
-  std::vector<rte_mbuf*> mbufs_;       // slot i's mbuf, ours for the queue's life
-  std::vector<engine::TxSlot> slots_;  // one per mbuf: remembers which flow's headers it holds
+  rte_mempool* pool_ = nullptr;
+  rte_mempool_cache* cache_ = nullptr;  // this lcore's: looked up once, not per batch (a TLS read in a shared library)
+  uint16_t generation_ = 0;  // never 0: see holds_tag()
+  uint32_t reserved_ = 0;  // mbufs the last reserve() took from the pool
+  uint32_t handed_ = 0;    // of those, how many went to the PMD (the rest are still ours)
+  std::array<rte_mbuf*, kMaxBatch> mbufs_{};
+  std::array<engine::TxSlot, kMaxBatch> slots_{};
   DpdkLcore lcore_;
 };
 

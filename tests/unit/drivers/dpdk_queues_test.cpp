@@ -1,8 +1,10 @@
 // The DPDK queues (drivers/dpdk/) on a net_ring port, in-process: TX
-// enqueues mbufs on the port's ring, RX dequeues the very same mbufs. So a
-// sent mbuf stays out of the sender's hands (refcount 2) until the receiver
-// releases it: reserve() must skip it, and the frame in it must still be
-// intact when it comes round again (prebuilt mbufs are not stale on reuse).
+// enqueues mbufs on the port's ring, RX dequeues the very same mbufs and
+// frees them back to the TX queue's own pool. So a sent mbuf is out of the
+// sender's hands until the receiver releases it, and when the pool hands it
+// out again its frame must still hold the headers its tag claims (reused
+// mbufs are not stale), while a new queue (other flows, other lengths) on
+// the same pool must not trust tags an earlier queue left.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -18,6 +20,7 @@
 #include "engine/tx_loop.hpp"
 #include "net/frame.hpp"
 #include "report/rx_summary.hpp"
+#include "wire/test_payload.hpp"
 
 namespace {
 
@@ -91,7 +94,7 @@ engine::TxPlan make_plan(uint64_t count, uint32_t payload, uint16_t flows) {
 
 TEST(DpdkQueues, EveryPacketArrivesIntactThroughHeldAndReusedMbufs) {
   if (!g_port) GTEST_SKIP() << "no DPDK here: " << why_not;
-  constexpr uint64_t kCount = 200'000;  // 100 times the 2048 prebuilt mbufs: every one reused, several flows each
+  constexpr uint64_t kCount = 200'000;  // ~100 times the TX pool's 2047 mbufs: every one reused, several flows each
   std::atomic<bool> rx_stop{false}, tx_stop{false};
   stats::RxSnapshotRing rx_snaps(16);
   engine::RxResult rx_result;
@@ -155,6 +158,68 @@ TEST(DpdkQueues, FullRingStallsInsteadOfSpinningAndGivesSequencesBack) {
     q.release();
   }
   EXPECT_EQ(drained, r.counters.packets);
+}
+
+// Every frame a receiver sees, checked whole: parses, IP and UDP checksums
+// right, the length its kind should have, and the source port of its stream.
+struct FrameAudit {
+  uint64_t data = 0, end_markers = 0, bad = 0;
+  std::string first_bad;
+};
+
+void audit(const engine::RxFrame& f, uint32_t payload, FrameAudit& a) {
+  const net::ParsedUdp p = net::parse_udp_frame({f.data, f.len});
+  std::string why;
+  wire::Decoded d;
+  if (p.status != net::ParseStatus::ok) why = "does not parse";
+  else if (!net::udp_checksums_ok({f.data, f.len}, p)) why = "bad IP/UDP checksum";
+  else {
+    d = wire::decode(f.data + p.payload_offset, p.payload_len);
+    const uint32_t want = d.verdict == wire::Verdict::end ? wire::end_marker_plan(payload).len : payload;
+    if (d.verdict != wire::Verdict::data && d.verdict != wire::Verdict::end) why = "payload does not decode";
+    else if (p.payload_len != want) why = "payload of " + std::to_string(p.payload_len) + " B";
+    else if (p.src_port != 5000 + d.stream) why = "stream " + std::to_string(d.stream) + " from port " + std::to_string(p.src_port);
+  }
+  if (!why.empty()) {
+    if (!a.bad++) a.first_bad = why;
+    return;
+  }
+  (d.verdict == wire::Verdict::end ? a.end_markers : a.data)++;
+}
+
+TEST(DpdkQueues, ReusedMbufsHoldTheirOwnFlowsHeadersAcrossQueuesAndLengths) {
+  if (!g_port) GTEST_SKIP() << "no DPDK here: " << why_not;
+  // One pool, successive queues: lengths and flow counts change, so a tag
+  // left by an earlier queue would put wrong lengths or ports on the wire.
+  const std::pair<uint32_t, uint16_t> runs[] = {{200, 3}, {64, 2}, {1400, 1}, {64, 3}, {32, 2}};
+  for (const auto& [payload, flows] : runs) {
+    constexpr uint64_t kCount = 20'000;
+    std::atomic<bool> rx_stop{false};
+    FrameAudit a;
+    std::thread receiver([&] {
+      drivers::DpdkRxQueue q(g_port->rx_config(0, 64));
+      while (!rx_stop.load() || !q.poll(0).empty()) {
+        for (const engine::RxFrame& f : q.poll(64)) audit(f, payload, a);
+        q.release();
+      }
+    });
+    std::atomic<bool> tx_stop{false};
+    stats::TxSnapshotRing snaps(16);
+    engine::TxResult r;
+    {
+      drivers::DpdkTxQueue q(g_port->tx_config(0));
+      r = engine::run_tx(q, make_plan(kCount, payload, flows), snaps, tx_stop);
+    }
+    for (int i = 0; i < 200 && a.data + a.end_markers + a.bad < kCount + 3u * flows; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    rx_stop = true;
+    receiver.join();
+    const std::string run = std::to_string(payload) + " B x " + std::to_string(flows) + " flows";
+    EXPECT_EQ(r.counters.packets, kCount) << run;
+    EXPECT_EQ(a.bad, 0u) << run << ": first bad frame: " << a.first_bad;
+    EXPECT_EQ(a.data, kCount) << run;
+    EXPECT_EQ(a.end_markers, 3u * flows) << run;
+  }
 }
 
 const ::testing::Environment* const kEnvironment = ::testing::AddGlobalTestEnvironment(new DpdkEnvironment);
