@@ -78,14 +78,43 @@ inline uint64_t pattern_seed(uint16_t stream, uint64_t seq) {
 }
 
 // The receiver's checksum: reads every byte of the payload.
+//
+// Words 4.. are summed without a multiply per word, in four lanes (word
+// 4 + 4m + j in lane j): two adds per word in four independent chains, 2.5x
+// faster than a multiply per word here (1400 B: 40 vs 104 ns at -O3), and
+// no 64-bit vector multiply needed (only AVX-512 has one; NEON and SSE do not). Per lane, S_j = sum_m w and R_j = sum_m (running S_j)
+// = sum_m w * (M - m); then sum_m m * w = M * S_j - R_j and the lane's share
+// of sum w_i (2i + 1), with 2i + 1 = 8m + 2j + 9, is
+// 8 (M S_j - R_j) + (2j + 9) S_j. Everything is mod 2^64, as the definition.
 inline uint32_t payload_checksum(const uint8_t* p, uint32_t len) {
+  const uint32_t words = len / 8;
   uint64_t acc = 0;
   uint32_t i = 0;
-  const uint32_t words = len / 8;
-  for (; i < words; ++i) {
+  for (; i < words && i < 4; ++i) {  // the header: word 3's high half is the checksum field, read as zero
     uint64_t w = detail::load_le64(p + 8 * i);
-    if (i == 3) w &= 0x00000000ffffffffull;  // bytes 28..31 (checksum) read as zero; LE: high half
+    if (i == 3) w &= 0x00000000ffffffffull;
     acc += w * (2ull * i + 1);
+  }
+  if (words > 4) {
+    const uint32_t blocks = (words - 4) / 4;
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, r0 = 0, r1 = 0, r2 = 0, r3 = 0;
+    const uint8_t* q = p + 32;
+    for (uint32_t m = 0; m < blocks; ++m, q += 32) {
+      s0 += detail::load_le64(q);
+      s1 += detail::load_le64(q + 8);
+      s2 += detail::load_le64(q + 16);
+      s3 += detail::load_le64(q + 24);
+      r0 += s0;
+      r1 += s1;
+      r2 += s2;
+      r3 += s3;
+    }
+    const uint64_t M = blocks;
+    acc += 8 * (M * s0 - r0) + 9 * s0;
+    acc += 8 * (M * s1 - r1) + 11 * s1;
+    acc += 8 * (M * s2 - r2) + 13 * s2;
+    acc += 8 * (M * s3 - r3) + 15 * s3;
+    for (i = 4 + 4 * blocks; i < words; ++i) acc += detail::load_le64(p + 8 * i) * (2ull * i + 1);
   }
   if (const uint32_t r = len % 8) {
     uint8_t tail[8] = {};
@@ -156,8 +185,15 @@ inline uint64_t halves(uint64_t w) { return (w >> 32) + (w & 0xffffffffull); }
 // shares; then the caller adds the shares of the words before it.
 inline PayloadSums write_pattern(uint8_t* p, const PayloadPlan& pl, uint64_t seed) {
   PayloadSums sums;
-  uint64_t w = seed + uint64_t{pl.first_word} * kPatternStep;
-  for (uint32_t i = pl.first_word; i < pl.full_words; ++i) {
+  // The bound in a local and a 64-bit index: stores through p may alias
+  // `pl` as far as the compiler knows, and a bound re-read after every store
+  // kept the loop scalar; a 32-bit index times 8 might wrap, and that made
+  // GCC vectorise with scatter stores. Either way 1400 B took ~110 ns per
+  // packet in pktgen; this loop vectorises to plain stores.
+  const size_t first = pl.first_word;
+  const size_t full = pl.full_words;
+  uint64_t w = seed + uint64_t{first} * kPatternStep;
+  for (size_t i = first; i < full; ++i) {
     detail::store_le64(p + 8 * i, w);
     sums.ones += detail::halves(w);  // the value is in a register: no second pass over the payload
     w += kPatternStep;
@@ -202,7 +238,9 @@ inline PayloadSums fill_data_payload(uint8_t* p, const PayloadPlan& pl, uint16_t
   const uint64_t w1 = __builtin_bswap64(seq);
   const uint64_t w2 = __builtin_bswap64(tx_ns);
   const uint64_t w3_len = __builtin_bswap32(pl.len);  // bytes 24..27; 28..31 (checksum) zero for now
-  PayloadSums sums = write_pattern(p, pl, pattern_seed(stream, seq));
+  // A header-only payload (32 B) has no pattern: no seed to mix.
+  PayloadSums sums;
+  if (pl.full_words > pl.first_word || pl.tail_bytes) sums = write_pattern(p, pl, pattern_seed(stream, seq));
   const uint32_t csum = detail::fold32(sums.rln + w0 + 3 * w1 + 5 * w2 + 7 * w3_len);
   const uint64_t w3 = w3_len | uint64_t{__builtin_bswap32(csum)} << 32;
   detail::store_le64(p, w0);
