@@ -16,6 +16,9 @@
 namespace rateline::drivers {
 namespace {
 
+constexpr int kXdpMaxTxSkbBudget = 9;  // XDP_MAX_TX_SKB_BUDGET (linux/if_xdp.h, 6.17); Debian 12's headers lack it
+constexpr int kTxKickBudget = 256;     // descriptors one copy-mode kick may send (the TX ring holds 2048)
+
 std::string why(int err, const std::string& what) {
   err = err < 0 ? -err : err;
   std::string t = "Couldn't " + what + ": " + std::strerror(err);
@@ -70,6 +73,11 @@ AfXdpTxQueue::AfXdpTxQueue(const XskConfig& cfg)
     : umem_(cfg.frames, cfg.frame_bytes, XSK_RING_PROD__DEFAULT_NUM_DESCS, XSK_RING_CONS__DEFAULT_NUM_DESCS) {
   xsk_ = create_socket(cfg, umem_, nullptr, &tx_, mode_);
   fd_ = xsk_socket__fd(xsk_);
+  // Copy mode sends at most 32 descriptors per sendto() unless told more
+  // (Linux >= 6.17): each kick is a syscall, and on a VM a costly one. Older
+  // kernels say ENOPROTOOPT and keep 32.
+  const int budget = kTxKickBudget;
+  if (mode_ == "copy") setsockopt(fd_, SOL_XDP, kXdpMaxTxSkbBudget, &budget, sizeof budget);
   slots_.resize(cfg.frames);
   for (uint32_t i = 0; i < cfg.frames; ++i) {
     slots_[i].data = umem_.frame(uint64_t{i} * cfg.frame_bytes);
