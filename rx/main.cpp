@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<drivers::DpdkPort> dpdk;
     if (choice.backend == drivers::Backend::dpdk) {
       dpdk = std::make_unique<drivers::DpdkPort>(drivers::DpdkPortConfig{
-          "rx", cfg.dpdk_args, cfg.device, placement.main_cpu, placement.worker_cpus, false, 0, cfg.batch});
+          "rx", cfg.dpdk_args, cfg.device, placement.main_cpu, placement.worker_cpus, false, 0, cfg.batch, std::nullopt});
       iface.name = dpdk->name();
     }
     // A PMD on a kernel interface (net_af_packet) leaves the stack a copy of each frame: hold the port (port_guard.hpp).

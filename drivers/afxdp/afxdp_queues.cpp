@@ -17,7 +17,7 @@ namespace rateline::drivers {
 namespace {
 
 constexpr int kXdpMaxTxSkbBudget = 9;  // XDP_MAX_TX_SKB_BUDGET (linux/if_xdp.h, 6.17); Debian 12's headers lack it
-constexpr int kTxKickBudget = 256;     // descriptors one copy-mode kick may send (the TX ring holds 2048)
+constexpr int kTxKickBudget = 64;      // descriptors one copy-mode kick may send: a quarter of a veth peer's 256-frame XDP ring
 
 std::string why(int err, const std::string& what) {
   err = err < 0 ? -err : err;
@@ -74,8 +74,11 @@ AfXdpTxQueue::AfXdpTxQueue(const XskConfig& cfg)
   xsk_ = create_socket(cfg, umem_, nullptr, &tx_, mode_);
   fd_ = xsk_socket__fd(xsk_);
   // Copy mode sends at most 32 descriptors per sendto() unless told more
-  // (Linux >= 6.17): each kick is a syscall, and on a VM a costly one. Older
-  // kernels say ENOPROTOOPT and keep 32.
+  // (Linux >= 6.17): each kick is a syscall, and on a VM a costly one. Not
+  // more than 64: a kick runs to its end before the receiving veth's NAPI
+  // drains its 256-frame ring, and 256 per kick overflowed it (drops we
+  // would have caused and then measured). Older kernels say ENOPROTOOPT
+  // and keep 32.
   const int budget = kTxKickBudget;
   if (mode_ == "copy") setsockopt(fd_, SOL_XDP, kXdpMaxTxSkbBudget, &budget, sizeof budget);
   slots_.resize(cfg.frames);
