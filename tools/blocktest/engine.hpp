@@ -61,6 +61,10 @@ struct PhasePlan {
   bool write = true;
   bool verify = false;
   bool fsync = false;           // after the last block, inside the timed span
+  // Every request its own slot's buffer (O_DIRECT: the device reads or fills
+  // it, the CPU never touches it). Otherwise, without verify, all requests
+  // share slot 0, which a page-cache copy then finds in the CPU cache.
+  bool buffer_per_request = false;
   uint64_t block_bytes = 0;
   uint64_t blocks = 0;
   uint64_t seed = 0;            // verify pattern seed

@@ -126,6 +126,7 @@ PhaseOutcome Sweeper::run_phase(const std::string& label, bool write, const Size
   pp.write = write;
   pp.verify = cfg_.verify;
   pp.fsync = write && cfg_.fsync;
+  pp.buffer_per_request = cfg_.direct;
   pp.block_bytes = sp.block_bytes;
   pp.blocks = sp.blocks;
   pp.seed = seed_;
