@@ -113,6 +113,7 @@ try:
         js, cs, sv = (os.path.join(work, n) for n in ("t.json", "t.csv", "t.svg"))
         r = run(["--dir", d, "--total", "1M", "--verify", "--json", js, "--csv", cs, "--svg", sv, "-q"])
         c.eq("tmpfs sweep: exit code", r.returncode, 0)
+        c.eq("buffered: waits for the whole queue (qd 32)", records(js, "start")[0].get("wait_batch"), 32)
         recs = by_size(records(js), "tmpfs")
         for bs in SIZES:
             for ph in ("write", "read"):
@@ -191,6 +192,7 @@ try:
     # 5. O_DIRECT on ext4: below the logical block size n/a, never faked; the rest runs.
     r = run(["--dir", lab, "--fs", "ext4", "--direct", "--sizes", "8..64k", "--total", "256k", "--json", js, "-q"])
     c.eq("--direct: exit code", r.returncode, 0)
+    c.eq("--direct: refills after a quarter of the queue (qd 32)", records(js, "start")[0].get("wait_batch"), 8)
     got = by_size(records(js), "ext4")
     align = next((int(line.split("alignment ")[1].split()[0]) for line in r.stdout.splitlines() if "O_DIRECT alignment" in line), 0)
     c.true("--direct: alignment reported", align >= 512, r.stdout[:600])
