@@ -47,7 +47,6 @@ class SlotBuffers {
 
 struct EngineOptions {
   uint32_t qd = 32;
-  uint32_t wait_batch = 0;      // completions to wait for per io_uring_enter; 0 = qd (the whole batch)
   uint64_t max_slot_bytes = 0;  // largest block, rounded up to a page
   bool fixed_files = true;
   bool fixed_buffers = true;

@@ -65,7 +65,6 @@ int main(int argc, char** argv) {
     // The engine (ring, buffers, placement) lives for the whole run, in this thread.
     EngineOptions eo;
     eo.qd = cfg.qd;
-    eo.wait_batch = cfg.wait_batch;
     eo.max_slot_bytes = round_up(cfg.sizes.back(), kBufferAlign);
     eo.fixed_files = cfg.fixed_files;
     eo.fixed_buffers = cfg.fixed_buffers;
@@ -78,7 +77,7 @@ int main(int argc, char** argv) {
     RunDescription run;
     run.mode = cfg.direct ? "direct (O_DIRECT)" : "buffered";
     run.qd = cfg.qd;
-    run.wait_batch = cfg.wait_batch ? cfg.wait_batch : cfg.qd;
+    run.wait_batch = wait_batch_for(cfg);
     run.totals = totals_text(cfg);
     run.fsync = cfg.fsync;
     run.prealloc = cfg.prealloc;

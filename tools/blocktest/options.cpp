@@ -75,12 +75,6 @@ int parse_options(int argc, char** argv, Config& cfg) {
     cfg.qd = static_cast<uint32_t>(in_range<uint64_t>("--qd", convert("--qd", [&] { return units::parse_count(qd); }), 1, 4096));
     if (!batch.empty())
       cfg.wait_batch = static_cast<uint32_t>(in_range<uint64_t>("--batch", convert("--batch", [&] { return units::parse_count(batch); }), 1, cfg.qd));
-    else
-      // Buffered I/O is CPU work served inline: one enter per queue depth
-      // is cheapest. O_DIRECT waits on the device: refilling after a quarter
-      // of the queue completes keeps it busy (here +11-25% at 4 KiB, 64 KiB
-      // reads, 1 MiB writes against waiting for all 32).
-      cfg.wait_batch = cfg.direct ? std::max(1u, cfg.qd / 4) : cfg.qd;
     cfg.drop_cache = drop == "global" ? DropCache::global : drop == "none" ? DropCache::none : DropCache::file;
     cfg.placement = placement == "split" ? Placement::split : placement == "none" ? Placement::none : Placement::same_cpu;
     if (!cpu.empty()) {

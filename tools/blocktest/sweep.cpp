@@ -131,7 +131,7 @@ PhaseOutcome Sweeper::run_phase(const std::string& label, bool write, const Size
   pp.blocks = sp.blocks;
   pp.seed = seed_;
   pp.qd = cfg_.qd;
-  pp.wait_batch = cfg_.wait_batch ? cfg_.wait_batch : cfg_.qd;
+  pp.wait_batch = wait_batch_for(cfg_);
 
   if (cfg_.warm) warm_page_allocator(sp.bytes + (16ull << 20));
   progress_.start_phase(label + (write ? " write" : " read"), sp.blocks, sp.block_bytes);
