@@ -200,6 +200,12 @@ try:
         want = "ok" if bs >= align else "not_applicable"
         c.eq(f"--direct {bs} B write", got.get((bs, "write"), {}).get("status"), want)
     c.true("--direct: n/a explained", "n/a at 8" in r.stdout and "O_DIRECT alignment" in r.stdout, r.stdout[-400:])
+    # O_DIRECT bypasses the page cache: the loop device under ext4 saw at least
+    # every block blocktest counts (plus the journal on writes).
+    short = [(bs, ph, x.get("device_bytes"), x["bytes"]) for (bs, ph), x in got.items()
+             if x["status"] == "ok" and (x.get("device_bytes") is None or x["device_bytes"] < x["bytes"])]
+    c.eq("--direct: the device moved every byte blocktest counts", short, [])
+    c.true("--direct: device requests per block table", "device requests per block" in r.stdout, r.stdout[-600:])
 
     # 6. ENOSPC inside a made filesystem (tiny ext4 image).
     r = run(["--dir", lab, "--fs", "ext4", "--image-size", "16M", "--sizes", "1M", "--total", "32M", "--no-space-check", "-q"])
@@ -236,6 +242,15 @@ try:
         r = run(["--device", dev, "--destroy-data", "--direct", "--sizes", "4k,64k", "--total", "1M", "--json", js, "-q"])
         c.eq("--device: exit code", r.returncode, 0)
         c.eq("--device: both sizes ok", sorted(x["status"] for x in records(js)), ["ok"] * 4)
+        # The loop device's own counters (nobody else writes it): every written
+        # byte reached it, and each block was one bio, a request of its own or
+        # merged into a neighbour's (requests + merges == blocks, no splits).
+        for x in records(js):
+            if x["phase"] != "write":
+                continue
+            c.eq(f"--device {x['block_bytes']} B: device bytes == blocktest bytes", x["device_bytes"], x["bytes"])
+            c.eq(f"--device {x['block_bytes']} B: device requests + merges == blocks",
+                 (x["device_requests"] or 0) + (x["device_merges"] or 0), x["blocks"])
     finally:
         subprocess.run(["losetup", "-d", dev], check=False)
 finally:

@@ -26,8 +26,10 @@ namespace rateline::blocktest {
 
 // qd page-aligned slots of slot_bytes, mapped and touched once at setup so
 // no page fault (on this VM: a fault into host memory) lands in a timed span.
+// In huge pages where there are any (hugetlbfs pool, else transparent).
 class SlotBuffers {
  public:
+  enum class Memory { hugetlb, transparent_huge, small_pages };
   SlotBuffers(uint32_t slots, uint64_t slot_bytes);
   ~SlotBuffers();
   SlotBuffers(const SlotBuffers&) = delete;
@@ -38,8 +40,14 @@ class SlotBuffers {
   uint64_t slot_bytes() const { return slot_bytes_; }
   uint32_t slots() const { return slots_; }
   uint64_t bytes() const { return uint64_t{slots_} * slot_bytes_; }
+  Memory memory() const { return memory_; }
+  std::string describe() const;  // for the report: which pages hold the slots
 
  private:
+  void* map_ = nullptr;
+  uint64_t map_bytes_ = 0;
+  Memory memory_ = Memory::small_pages;
+  uint64_t huge_bytes_ = 0;
   uint8_t* base_ = nullptr;
   uint32_t slots_ = 0;
   uint64_t slot_bytes_ = 0;

@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
     run.placement = placement_text(engine, cfg.placement);
     run.ring = "io_uring " + engine.ring_mode() + ", " + (engine.fixed_files() ? "registered file" : "plain fd") + ", " +
                (engine.fixed_buffers() ? "registered buffers" : "plain buffers") + " (" + std::to_string(cfg.qd) + " x " +
-               size_label(engine.buffers().slot_bytes()) + ")";
+               size_label(engine.buffers().slot_bytes()) + ", " + engine.buffers().describe() + ")";
     run.punt_method = watch.punt_method();
     run.notes = engine.notes();
 
@@ -190,6 +190,7 @@ int main(int argc, char** argv) {
     std::printf("\n%s\n%s\n", result_table(results, true, run, cfg.compare_dd).c_str(),
                 result_table(results, false, run, cfg.compare_dd).c_str());
     std::printf("%s\n", worker_table(results, watch.counts_punts()).c_str());
+    if (const std::string d = device_table(results); !d.empty()) std::printf("%s\n", d.c_str());
     const std::string problems = problem_lines(results);
     if (!problems.empty()) std::printf("%s", problems.c_str());
     if (interrupted) std::printf("interrupted by signal: the tables are partial\n");

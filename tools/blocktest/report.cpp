@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 
 namespace rateline::blocktest {
 namespace {
@@ -145,29 +146,50 @@ std::string result_table(const std::vector<FsOutcome>& fss, bool write, const Ru
   return o;
 }
 
-std::string worker_table(const std::vector<FsOutcome>& fss, bool exact) {
-  std::string o = exact ? "requests served by io-wq workers (punted / all, counted by tracepoint), write | read\n"
-                        : "io-wq worker (iou-wrk) CPU seconds per size, write | read (punts not countable here)\n";
-  o += pad("(bytes)", 8);
+namespace {
+// A size-by-filesystem table whose cells are "write | read" of one figure.
+std::string phase_pair_table(const std::vector<FsOutcome>& fss, const std::string& title,
+                             const std::function<std::string(const PhaseOutcome&)>& cell) {
+  std::string o = title + "\n" + pad("(bytes)", 8);
   for (const FsOutcome& f : fss) o += pad(f.name, kCol + 4);
   o += "\n";
-  auto share = [&](const PhaseOutcome& p) -> std::string {
+  for (uint64_t bs : all_sizes(fss)) {
+    o += pad(size_label(bs), 8);
+    for (const FsOutcome& f : fss) {
+      const SizeOutcome* s = find_size(f, bs);
+      o += pad(s ? cell(s->write) + " | " + cell(s->read) : std::string("-"), kCol + 4);
+    }
+    o += "\n";
+  }
+  return o;
+}
+}  // namespace
+
+std::string worker_table(const std::vector<FsOutcome>& fss, bool exact) {
+  const std::string title = exact ? "requests served by io-wq workers (punted / all, counted by tracepoint), write | read"
+                                  : "io-wq worker (iou-wrk) CPU seconds per size, write | read (punts not countable here)";
+  return phase_pair_table(fss, title, [exact](const PhaseOutcome& p) -> std::string {
     if (!p.has_rate()) return "-";
     if (exact) {
       const uint64_t reqs = p.requests;
       return reqs ? fmt("%.0f%%", 100.0 * static_cast<double>(p.workers.punts) / static_cast<double>(reqs)) : "-";
     }
     return fmt("%.2fs", static_cast<double>(p.workers.worker_cpu_ns) / 1e9);
-  };
-  for (uint64_t bs : all_sizes(fss)) {
-    o += pad(size_label(bs), 8);
-    for (const FsOutcome& f : fss) {
-      const SizeOutcome* s = find_size(f, bs);
-      o += pad(s ? share(s->write) + " | " + share(s->read) : std::string("-"), kCol + 4);
-    }
-    o += "\n";
-  }
-  return o;
+  });
+}
+
+std::string device_table(const std::vector<FsOutcome>& fss) {
+  bool any = false;
+  for (const FsOutcome& f : fss)
+    for (const SizeOutcome& s : f.sizes) any = any || s.write.device_known || s.read.device_known;
+  if (!any) return "";
+  return phase_pair_table(fss,
+                          "device requests per block (the device's own counters; 1.00: one request each, more: split, "
+                          "fewer: merged by the block layer), write | read",
+                          [](const PhaseOutcome& p) -> std::string {
+                            if (!p.has_rate() || !p.device_known || p.blocks == 0) return "-";
+                            return fmt("%.2f", static_cast<double>(p.device_requests) / static_cast<double>(p.blocks));
+                          });
 }
 
 std::string problem_lines(const std::vector<FsOutcome>& fss) {
@@ -215,6 +237,10 @@ std::string detail_line(const std::string& fs, const SizeOutcome& s, bool write)
                 static_cast<double>(w.self_wait_ns) / 1e9, static_cast<unsigned long long>(w.self_switches));
   std::string line = buf;
   if (!write && !p.cache.empty()) line += "; cache: " + p.cache;
+  if (p.device_known)
+    line += "; device " + std::to_string(p.device_requests) + " requests (" + std::to_string(p.device_merges) + " merged), " +
+            fmt("%.1f MiB", static_cast<double>(p.device_bytes) / (1024.0 * 1024.0)) + ", busy " +
+            std::to_string(p.device_busy_ms) + " ms";
   if (p.dd_ran) line += fmt("; dd %.1f MiB/s", p.dd_mib_s);
   return line;
 }
@@ -222,7 +248,8 @@ std::string detail_line(const std::string& fs, const SizeOutcome& s, bool write)
 std::string csv(const std::vector<FsOutcome>& fss, const RunDescription& run) {
   std::string o =
       "fs,mode,qd,block_bytes,phase,status,bytes,blocks,requests,seconds,mib_s,fsync_s,enters,punts,workers,worker_cpu_s,"
-      "worker_wait_s,submitter_cpu_s,submitter_sleeps,verify_failures,dd_mib_s,ratio_vs_dd,cache,note\n";
+      "worker_wait_s,submitter_cpu_s,submitter_sleeps,verify_failures,dd_mib_s,ratio_vs_dd,device_requests,device_merges,"
+      "device_bytes,cache,note\n";
   for (const FsOutcome& f : fss) {
     std::vector<SizeOutcome> rows = f.sizes;
     if (!f.supported && rows.empty()) {
@@ -245,7 +272,10 @@ std::string csv(const std::vector<FsOutcome>& fss, const RunDescription& run) {
              fmt("%.6f", static_cast<double>(u.self_cpu_ns) / 1e9) + "," + std::to_string(u.self_switches) + "," +
              std::to_string(p.verify_failures) + "," + (p.dd_ran ? fmt("%.3f", p.dd_mib_s) : "") + "," +
              (p.dd_ran && p.dd_mib_s > 0 && p.has_rate() ? fmt("%.4f", p.mib_s() / p.dd_mib_s) : "") + "," +
-             json_escape_csv(p.cache) + "," + json_escape_csv(p.note.empty() ? f.reason : p.note) + "\n";
+             (p.device_known ? std::to_string(p.device_requests) + "," + std::to_string(p.device_merges) + "," +
+                                   std::to_string(p.device_bytes)
+                             : std::string(",,")) +
+             "," + json_escape_csv(p.cache) + "," + json_escape_csv(p.note.empty() ? f.reason : p.note) + "\n";
       }
     }
   }
@@ -266,6 +296,10 @@ nlohmann::json phase_record(const std::string& fs, const SizeOutcome& s, bool wr
                       {"submitter_cpu_s", static_cast<double>(u.self_cpu_ns) / 1e9},
                       {"submitter_runnable_s", static_cast<double>(u.self_wait_ns) / 1e9},
                       {"submitter_sleeps", u.self_switches}, {"verify_failures", p.verify_failures},
+                      {"device_requests", p.device_known ? nlohmann::json(p.device_requests) : nlohmann::json(nullptr)},
+                      {"device_merges", p.device_known ? nlohmann::json(p.device_merges) : nlohmann::json(nullptr)},
+                      {"device_bytes", p.device_known ? nlohmann::json(p.device_bytes) : nlohmann::json(nullptr)},
+                      {"device_busy_ms", p.device_known ? nlohmann::json(p.device_busy_ms) : nlohmann::json(nullptr)},
                       {"note", p.note}};
   if (!write) j["cache"] = p.cache;
   if (p.error) j["errno"] = p.error;

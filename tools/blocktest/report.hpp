@@ -15,6 +15,8 @@ namespace rateline::blocktest {
 std::string result_table(const std::vector<FsOutcome>& fss, bool write, const RunDescription& run, bool with_dd);
 // Share of requests handed to io-wq workers, per size, write | read.
 std::string worker_table(const std::vector<FsOutcome>& fss, bool exact);
+// Device requests per block, per size and filesystem; "" when no device was counted.
+std::string device_table(const std::vector<FsOutcome>& fss);
 // Filesystems that were unsupported or failed, and every phase that did not end ok.
 std::string problem_lines(const std::vector<FsOutcome>& fss);
 // One line per phase: bytes, seconds, enters, punts, worker and submitter CPU.

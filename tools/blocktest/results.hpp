@@ -30,6 +30,10 @@ struct PhaseOutcome {
   double seconds = 0, fsync_seconds = 0;
   uint64_t enters = 0;         // io_uring_enter calls
   WorkerUsage workers;
+  // The device's own count of this phase's direction (DeviceCounts): requests
+  // it completed, how many bios the block layer merged into them, bytes.
+  bool device_known = false;
+  uint64_t device_requests = 0, device_merges = 0, device_bytes = 0, device_busy_ms = 0;
   std::string cache;           // reads: what was done about the page cache
   uint64_t verify_failures = 0;
   std::string verify_note;

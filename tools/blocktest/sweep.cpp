@@ -121,7 +121,7 @@ std::string failure_text(const PhaseResult& r, bool write, const SizePlan& sp) {
 
 }  // namespace
 
-PhaseOutcome Sweeper::run_phase(const std::string& label, bool write, const SizePlan& sp) {
+PhaseOutcome Sweeper::run_phase(const std::string& label, bool write, const SizePlan& sp, const std::string& device_stat) {
   PhasePlan pp;
   pp.write = write;
   pp.verify = cfg_.verify;
@@ -136,9 +136,18 @@ PhaseOutcome Sweeper::run_phase(const std::string& label, bool write, const Size
   if (cfg_.warm) warm_page_allocator(sp.bytes + (16ull << 20));
   progress_.start_phase(label + (write ? " write" : " read"), sp.blocks, sp.block_bytes);
   watch_.begin();
+  const DeviceCounts dev0 = read_device_counts(device_stat);
   const PhaseResult r = engine_.run(pp, progress_.counter(), stop_flag());
+  const DeviceCounts dev1 = read_device_counts(device_stat);
   PhaseOutcome o;
   o.workers = watch_.end();
+  if (dev0.known && dev1.known) {
+    o.device_known = true;
+    o.device_requests = write ? dev1.write_requests - dev0.write_requests : dev1.read_requests - dev0.read_requests;
+    o.device_merges = write ? dev1.write_merges - dev0.write_merges : dev1.read_merges - dev0.read_merges;
+    o.device_bytes = 512 * (write ? dev1.write_sectors - dev0.write_sectors : dev1.read_sectors - dev0.read_sectors);
+    o.device_busy_ms = dev1.busy_ms - dev0.busy_ms;
+  }
   progress_.end_phase();
 
   o.bytes = r.bytes_ok;
@@ -242,7 +251,8 @@ SizeOutcome Sweeper::run_size(const Target& t, const SizePlan& sp, bool& stop_ta
     }
   }
   engine_.attach(f.fd());
-  so.write = run_phase(label, true, sp);
+  const std::string device_stat = device_stat_path(f.fd());
+  so.write = run_phase(label, true, sp, device_stat);
   if (so.write.status == Status::ok) {
     if (cfg_.inject_flip_block < sp.blocks && !f.is_device()) {
       const uint64_t off = cfg_.inject_flip_block * sp.block_bytes + sp.block_bytes / 2;
@@ -251,7 +261,7 @@ SizeOutcome Sweeper::run_size(const Target& t, const SizePlan& sp, bool& stop_ta
     so.read.cache = prepare_read(t, f.fd(), sp.bytes);
     so.read = [&] {
       const std::string cache = so.read.cache;
-      PhaseOutcome r = run_phase(label, false, sp);
+      PhaseOutcome r = run_phase(label, false, sp, device_stat);
       r.cache = cache;
       return r;
     }();

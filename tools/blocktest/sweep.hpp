@@ -65,7 +65,7 @@ class Sweeper {
 
  private:
   SizeOutcome run_size(const Target& t, const SizePlan& sp, bool& stop_target);
-  PhaseOutcome run_phase(const std::string& label, bool write, const SizePlan& sp);
+  PhaseOutcome run_phase(const std::string& label, bool write, const SizePlan& sp, const std::string& device_stat);
   std::string prepare_read(const Target& t, int fd, uint64_t bytes);
   void compare_dd(const Target& t, const SizePlan& sp, SizeOutcome& so);
 

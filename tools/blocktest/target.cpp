@@ -220,6 +220,25 @@ double warm_page_allocator(uint64_t bytes) {
   return static_cast<double>(now_ns() - t0) / 1e9;
 }
 
+std::string device_stat_path(int fd) {
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) return "";
+  const dev_t dev = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
+  const std::string p = "/sys/dev/block/" + std::to_string(major(dev)) + ":" + std::to_string(minor(dev)) + "/stat";
+  return ::access(p.c_str(), R_OK) == 0 ? p : "";
+}
+
+DeviceCounts read_device_counts(const std::string& stat_path) {
+  DeviceCounts c;
+  if (stat_path.empty()) return c;
+  std::ifstream f(stat_path);
+  uint64_t read_ticks = 0, write_ticks = 0, in_flight = 0;
+  f >> c.read_requests >> c.read_merges >> c.read_sectors >> read_ticks >> c.write_requests >> c.write_merges >> c.write_sectors >>
+      write_ticks >> in_flight >> c.busy_ms;
+  c.known = static_cast<bool>(f);
+  return c;
+}
+
 CacheState cache_state(int fd, uint64_t bytes) {
   CacheState c;
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));

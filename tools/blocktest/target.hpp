@@ -79,6 +79,21 @@ struct CacheState {
 };
 CacheState cache_state(int fd, uint64_t bytes);
 
+// What the block device under a file completed, from its own counters
+// (/sys/dev/block/M:m/stat): an observer independent of blocktest's counts.
+// It shows whether a block reached the device as one request, was split
+// (more requests than blocks) or merged with its neighbours (fewer), and it
+// also counts anything else on that device meanwhile (the journal, other
+// programs). None under tmpfs or btrfs (an anonymous device number).
+struct DeviceCounts {
+  bool known = false;
+  uint64_t read_requests = 0, read_merges = 0, read_sectors = 0;
+  uint64_t write_requests = 0, write_merges = 0, write_sectors = 0;
+  uint64_t busy_ms = 0;  // io_ticks: milliseconds with at least one request in flight
+};
+std::string device_stat_path(int fd);  // "" when the file has no block device under it
+DeviceCounts read_device_counts(const std::string& stat_path);
+
 // Flushes the file (fdatasync) and evicts it from the page cache before a
 // read. Returns what was done, for the report.
 std::string drop_file_cache(int fd, uint64_t bytes, int backing_fd);

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -61,6 +62,37 @@ PhasePlan plan(bool write, uint64_t bs, uint64_t blocks, uint32_t qd) {
 TEST(DirectAlign, SlotsArePageAligned) {
   SlotBuffers b(8, 8192);
   for (uint32_t i = 0; i < 8; ++i) EXPECT_EQ(reinterpret_cast<uintptr_t>(b.slot(i)) % 4096, 0u) << i;
+}
+
+// The slots start on a 2 MiB boundary so that huge pages (pool or THP) can
+// back them: a 1 MiB O_DIRECT block is then one DMA segment, not up to 256.
+TEST(DirectAlign, SlotsStartOnAHugePageBoundary) {
+  SlotBuffers b(4, 1 << 20);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.base()) % (2u << 20), 0u);
+  b.slot(3)[(1 << 20) - 1] = 1;  // the last byte of the last slot is mapped
+}
+
+TEST(DeviceCounts, ParsesTheBlockStatFileFields) {
+  TempDir d;
+  ASSERT_FALSE(d.path.empty());
+  const std::string p = d.path + "/stat";
+  FILE* f = std::fopen(p.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  // /sys/block/X/stat: reads, read merges, read sectors, read ticks, writes, write merges, write sectors, ...
+  std::fputs("     101        7     2048       30      205       11     8192       40        0       50       70\n", f);
+  std::fclose(f);
+  const DeviceCounts c = read_device_counts(p);
+  EXPECT_TRUE(c.known);
+  EXPECT_EQ(c.read_requests, 101u);
+  EXPECT_EQ(c.read_merges, 7u);
+  EXPECT_EQ(c.read_sectors, 2048u);
+  EXPECT_EQ(c.write_requests, 205u);
+  EXPECT_EQ(c.write_merges, 11u);
+  EXPECT_EQ(c.write_sectors, 8192u);
+  EXPECT_EQ(c.busy_ms, 50u);
+  EXPECT_FALSE(read_device_counts("").known);
+  EXPECT_FALSE(read_device_counts(d.path + "/absent").known);
+  std::remove(p.c_str());
 }
 
 TEST(DirectAlign, TheKernelEnforcesWhatThePlannerAssumes) {
