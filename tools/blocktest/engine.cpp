@@ -28,7 +28,8 @@ uint64_t transparent_huge_bytes(const void* addr) {
   bool inside = false;
   while (std::getline(smaps, line)) {
     unsigned long lo = 0, hi = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find('-')) {
+    // A mapping's header line "lo-hi perms ..."; no field line ("Name: value") parses as two hex numbers.
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) {
       inside = a >= lo && a < hi;
       continue;
     }
