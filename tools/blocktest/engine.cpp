@@ -119,7 +119,7 @@ int other_cpu(int cpu, const std::vector<int>& allowed) {
 }  // namespace
 
 Engine::Engine(const EngineOptions& opt)
-    : ring_(ring_entries(opt.qd), opt.taskrun), buffers_(opt.qd, opt.max_slot_bytes), free_slots_(opt.qd), slot_block_(opt.qd) {
+    : buffers_(opt.qd, opt.max_slot_bytes), ring_(ring_entries(opt.qd), opt.taskrun), free_slots_(opt.qd), slot_block_(opt.qd) {
   if (const std::string e = ring_.register_ring_fd(); !e.empty()) notes_.push_back(e + " (io_uring_enter looks the ring fd up each call)");
 
   if (opt.fixed_buffers) {
@@ -202,27 +202,38 @@ struct LoopState {
   uint32_t buffer_mask;  // slot & mask picks the buffer: ~0 = its own, 0 = slot 0's
 };
 
+// user_data of the closing fsync: above every slot index, so the slot
+// arrays never see it (run_blocks skips any user_data >= qd).
+constexpr uint64_t kFsyncTag = ~0ull;
+
 // The closing fsync of a write phase (inside its timed span). io_uring
 // always runs fsync in an io-wq worker.
+// Waits for the fsync's own completion, not for "an enter returned": when
+// a signal interrupts the wait, io_uring_enter still returns the number it
+// submitted (1), with the fsync in flight. Its completion must be reaped
+// here, or the next phase would find it in the ring.
 void fsync_file(const LoopState& s, PhaseResult& r) {
   io_uring* ring = s.ring;
   const uint64_t t = now_ns();
   io_uring_sqe* sqe = io_uring_get_sqe(ring);
   io_uring_prep_fsync(sqe, s.tmpl.fd, 0);  // a full fsync, as dd conv=fsync does
   sqe->flags = s.tmpl.flags & IOSQE_FIXED_FILE;
-  sqe->user_data = ~0ull;
+  sqe->user_data = kFsyncTag;
   ++r.submitted;
-  int rc;
-  do {
-    rc = io_uring_submit_and_wait(ring, 1);
+  for (;;) {
+    const int rc = io_uring_submit_and_wait(ring, 1);
     ++r.enters;
-  } while (rc == -EINTR);
-  io_uring_cqe* cqe = nullptr;
-  if (rc >= 0 && io_uring_peek_cqe(ring, &cqe) == 0 && cqe) {
-    if (cqe->res < 0) r.error = -cqe->res;
+    if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+      r.error = -rc;
+      r.left_in_flight = 1;
+      break;
+    }
+    io_uring_cqe* cqe = nullptr;
+    if (io_uring_peek_cqe(ring, &cqe) != 0 || !cqe) continue;  // interrupted before it completed: wait again
+    const bool mine = cqe->user_data == kFsyncTag;
+    if (mine && cqe->res < 0) r.error = -cqe->res;
     io_uring_cqe_seen(ring, cqe);
-  } else if (rc < 0) {
-    r.error = -rc;
+    if (mine) break;
   }
   r.fsync_ns = now_ns() - t;
 }
@@ -268,11 +279,17 @@ PhaseResult run_blocks(const LoopState& s, const PhasePlan& plan, std::atomic<ui
     if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
       // The ring itself failed: nothing in flight can be trusted to complete.
       r.error = -rc;
+      r.left_in_flight = inflight;
       break;
     }
-    unsigned head, seen = 0;
+    unsigned head, seen = 0, reaped = 0;
     io_uring_cqe* cqe;
     io_uring_for_each_cqe(ring, head, cqe) {
+      ++seen;
+      // Only a slot index may index the slot arrays: anything else (a tag
+      // like kFsyncTag) is not one of this loop's requests.
+      if (cqe->user_data >= plan.qd) [[unlikely]]
+        continue;
       const auto slot = static_cast<uint32_t>(cqe->user_data);
       const int res = cqe->res;
       if (res == static_cast<int>(bs32)) {
@@ -295,10 +312,10 @@ PhaseResult run_blocks(const LoopState& s, const PhasePlan& plan, std::atomic<ui
         halt = true;
       }
       s.free_slots[nfree++] = slot;
-      ++seen;
+      ++reaped;
     }
     io_uring_cq_advance(ring, seen);
-    inflight -= seen;
+    inflight -= reaped;
     blocks_done.store(r.blocks_ok, std::memory_order_relaxed);  // read by the progress thread only
     if (stop.load(std::memory_order_relaxed)) {
       r.stopped = true;
@@ -319,6 +336,7 @@ PhaseResult run_blocks(const LoopState& s, const PhasePlan& plan, std::atomic<ui
 PhaseResult Engine::run(const PhasePlan& plan, std::atomic<uint64_t>& blocks_done, const std::atomic<bool>& stop) {
   if (plan.qd > buffers_.slots() || plan.block_bytes > buffers_.slot_bytes())
     throw SetupError("internal: phase plan exceeds the engine's buffers");
+  if (!broken_.empty()) throw SetupError(broken_);
   LoopState s{};
   s.ring = ring_.get();
   s.buffers = &buffers_;
@@ -337,8 +355,17 @@ PhaseResult Engine::run(const PhasePlan& plan, std::atomic<uint64_t>& blocks_don
     fill_block(buffers_.slot(0), plan.block_bytes, 0, plan.seed);
   }
   blocks_done.store(0, std::memory_order_relaxed);
-  if (plan.write) return plan.verify ? run_blocks<true, true>(s, plan, blocks_done, stop) : run_blocks<true, false>(s, plan, blocks_done, stop);
-  return plan.verify ? run_blocks<false, true>(s, plan, blocks_done, stop) : run_blocks<false, false>(s, plan, blocks_done, stop);
+  PhaseResult r;
+  if (plan.write)
+    r = plan.verify ? run_blocks<true, true>(s, plan, blocks_done, stop) : run_blocks<true, false>(s, plan, blocks_done, stop);
+  else
+    r = plan.verify ? run_blocks<false, true>(s, plan, blocks_done, stop) : run_blocks<false, false>(s, plan, blocks_done, stop);
+  // Requests the kernel still holds would complete into the next phase's
+  // slots (and their buffers): no phase may run on this ring again.
+  if (r.left_in_flight)
+    broken_ = "the io_uring failed (" + errno_text(r.error) + ") with " + std::to_string(r.left_in_flight) +
+              " requests in flight; no further phase can run on it";
+  return r;
 }
 
 }  // namespace rateline::blocktest

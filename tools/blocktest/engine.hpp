@@ -91,6 +91,7 @@ struct PhaseResult {
   uint64_t error_offset = 0;    // its file offset
   int64_t short_bytes = -1;     // a short transfer: what it moved (error is then ENOSPC for writes, EIO for reads)
   bool stopped = false;         // Ctrl-C / SIGTERM
+  uint32_t left_in_flight = 0;  // requests the kernel still held when the ring itself failed
   uint64_t verify_failures = 0;
   uint64_t first_bad_offset = 0;  // file offset of the first failing block
   BlockCheck first_bad{};
@@ -121,8 +122,10 @@ class Engine {
   const SlotBuffers& buffers() const { return buffers_; }
 
  private:
-  drivers::Uring ring_;
+  // Declared before the ring, so destroyed after it: a request still in the
+  // ring never outlives the memory it reads or fills.
   SlotBuffers buffers_;
+  drivers::Uring ring_;
   std::vector<uint32_t> free_slots_;
   std::vector<uint64_t> slot_block_;
   int fd_ = -1;
@@ -133,6 +136,7 @@ class Engine {
   bool batch_policy_ = false;
   std::vector<int> worker_cpus_;
   std::vector<std::string> notes_;
+  std::string broken_;  // why run() refuses: requests were abandoned in the ring
 };
 
 // The ring size for qd requests (a power of two, the fsync fits too).

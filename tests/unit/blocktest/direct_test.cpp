@@ -1,6 +1,8 @@
 // O_DIRECT alignment and the engine on a real file (in $TMPDIR or /tmp).
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -215,4 +217,85 @@ TEST(TestFileSafety, NeverOpensWhatExistsAndRemovesOnlyItsOwn) {
     path = f.path();
   }
   EXPECT_NE(access(path.c_str(), F_OK), 0) << "the test file was left behind";
+}
+
+namespace {
+
+std::atomic<int> g_alarms{0};
+extern "C" void count_alarm(int) { g_alarms.fetch_add(1, std::memory_order_relaxed); }
+
+// SIGALRM every `us` microseconds while it lives, handled as blocktest
+// handles SIGINT/SIGTERM: a flag, no SA_RESTART, so io_uring_enter returns early.
+class SignalStorm {
+ public:
+  explicit SignalStorm(long us) {
+    struct sigaction sa{};
+    sa.sa_handler = count_alarm;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, &old_);
+    const itimerval every{{0, us}, {0, us}};
+    setitimer(ITIMER_REAL, &every, nullptr);
+  }
+  ~SignalStorm() {
+    const itimerval off{};
+    setitimer(ITIMER_REAL, &off, nullptr);
+    sigaction(SIGALRM, &old_, nullptr);
+  }
+
+ private:
+  struct sigaction old_{};
+};
+
+}  // namespace
+
+// A signal that interrupts the wait for the closing fsync: io_uring_enter
+// then returns what it submitted, with the fsync still in flight. Its
+// completion (user_data ~0) must be reaped by its own phase; left in the
+// ring, the next phase took ~0 for a slot index and crashed.
+TEST(Signals, AnInterruptedFsyncIsReapedByItsOwnPhase) {
+  TempDir d;
+  TestFile f(d.path, "sig", false);
+  auto e = make_engine(8, 4096);
+  if (!e) GTEST_SKIP() << "io_uring unavailable";
+  e->attach(f.fd());
+  std::atomic<uint64_t> done{0};
+  std::atomic<bool> stop{false};
+  g_alarms = 0;
+  {
+    SignalStorm storm(100);
+    for (int i = 0; i < 20; ++i) {
+      PhasePlan w = plan(true, 4096, 64, 8);
+      w.fsync = true;
+      const PhaseResult wr = e->run(w, done, stop);
+      ASSERT_EQ(wr.error, 0) << "round " << i;
+      ASSERT_EQ(wr.blocks_ok, 64u) << "round " << i;
+      ASSERT_EQ(wr.submitted, 65u) << "64 blocks and the fsync";
+      const PhaseResult rr = e->run(plan(false, 4096, 64, 8), done, stop);
+      ASSERT_EQ(rr.error, 0) << "round " << i << ": a completion of the write phase reached the read";
+      ASSERT_EQ(rr.blocks_ok, 64u) << "round " << i;
+      ASSERT_EQ(rr.verify_failures, 0u) << "round " << i;
+    }
+  }
+  EXPECT_GT(g_alarms.load(), 0);
+}
+
+// Stop: what is in flight is drained, so the next phase starts on an empty ring.
+TEST(Signals, StopDrainsTheRingForTheNextPhase) {
+  TempDir d;
+  TestFile f(d.path, "stop", false);
+  auto e = make_engine(8, 4096);
+  if (!e) GTEST_SKIP() << "io_uring unavailable";
+  e->attach(f.fd());
+  std::atomic<uint64_t> done{0};
+  std::atomic<bool> stop{true};
+  const PhaseResult w = e->run(plan(true, 4096, 1024, 8), done, stop);
+  EXPECT_TRUE(w.stopped);
+  EXPECT_EQ(w.error, 0);
+  EXPECT_LT(w.blocks_ok, 1024u);
+  EXPECT_EQ(w.left_in_flight, 0u);
+  stop = false;
+  const PhaseResult again = e->run(plan(true, 4096, 64, 8), done, stop);
+  EXPECT_EQ(again.error, 0);
+  EXPECT_EQ(again.blocks_ok, 64u);
+  EXPECT_EQ(again.submitted, 64u);
 }
