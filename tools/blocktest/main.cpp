@@ -2,6 +2,7 @@
 // read, per filesystem) through io_uring. main() does CLI, targets and
 // output; sweep.cpp runs a target; the per-block loop is engine.cpp's
 // run_blocks and nothing here runs per block.
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -44,9 +45,24 @@ std::string placement_text(const Engine& e, Placement p) {
          (e.batch_policy() ? ", SCHED_BATCH (no wakeup preemption between them)" : "");
 }
 
+// The stop flag's handlers, first thing: from here on SIGINT/SIGTERM only
+// set the flag, and every step below either checks it or finishes quickly,
+// so what blocktest made is removed by its owner on the way out. A parent
+// that started us with the two blocked (to hold them until the handlers
+// exist) gets them delivered now.
+void take_stop_signals() {
+  install_stop_signals();
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGINT);
+  sigaddset(&s, SIGTERM);
+  pthread_sigmask(SIG_UNBLOCK, &s, nullptr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  take_stop_signals();
   Config cfg;
   if (const int rc = parse_options(argc, argv, cfg); rc >= 0) return rc;
   try {
@@ -59,7 +75,6 @@ int main(int argc, char** argv) {
     // Refuse a bad target before anything else happens.
     if (!cfg.dir.empty()) inspect_dir(cfg.dir);
     if (!cfg.device.empty()) TestFile::block_device(cfg.device, false);
-    install_stop_signals();
     report::JsonLines json(cfg.json_path);
 
     // The engine (ring, buffers, placement) lives for the whole run, in this thread.
@@ -176,6 +191,12 @@ int main(int argc, char** argv) {
           json.write({{"type", "fs"}, {"tool", "blocktest"}, {"fs", fs}, {"supported", true}, {"setup", inst.note()}});
           results.push_back(sweeper.run(t));
         } catch (const SetupError& e) {
+          if (stop_flag().load()) {  // e.g. mkfs killed by the stop signal
+            out.supported = true;
+            out.note = "not run: interrupted";
+            results.push_back(out);
+            continue;
+          }
           out.supported = false;
           out.reason = e.what();
           std::printf("blocktest: %s: %s\n", fs.c_str(), e.what());
