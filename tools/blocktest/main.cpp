@@ -6,14 +6,13 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "config.hpp"
 #include "engine.hpp"
 #include "fs_lab.hpp"
 #include "report.hpp"
-#include "report/json_lines.hpp"
+#include "output_file.hpp"
 #include "sweep.hpp"
 #include "target.hpp"
 #include "util/errors.hpp"
@@ -24,12 +23,6 @@ using namespace rateline;
 using namespace rateline::blocktest;
 
 namespace {
-
-void write_file(const std::string& path, const std::string& text, const char* what) {
-  std::ofstream f(path, std::ios::trunc);
-  f << text;
-  if (!f) throw SetupError(std::string("Couldn't write the ") + what + " file " + path);
-}
 
 std::string totals_text(const Config& cfg) {
   if (cfg.total_bytes) return size_label(cfg.total_bytes) + " per size";
@@ -75,7 +68,10 @@ int main(int argc, char** argv) {
     // Refuse a bad target before anything else happens.
     if (!cfg.dir.empty()) inspect_dir(cfg.dir);
     if (!cfg.device.empty()) TestFile::block_device(cfg.device, false);
-    report::JsonLines json(cfg.json_path);
+    // Created now (an unwritable place fails before anything is measured),
+    // named at the end.
+    JsonOutput json(cfg.json_path);
+    OutputFile csv_out(cfg.csv_path, "CSV"), svg_out(cfg.svg_path, "SVG");
 
     // The engine (ring, buffers, placement) lives for the whole run, in this thread.
     EngineOptions eo;
@@ -127,6 +123,7 @@ int main(int argc, char** argv) {
     for (const std::string& n : run.notes) std::printf("blocktest: note: %s\n", n.c_str());
     std::fflush(stdout);
     json.write(run_record(run));
+    if (json.file().failed()) throw SetupError(json.file().error_text());
 
     Progress progress(!cfg.quiet, watch);
     Sweeper sweeper(cfg, engine, watch, progress, json);
@@ -216,12 +213,23 @@ int main(int argc, char** argv) {
     if (!problems.empty()) std::printf("%s", problems.c_str());
     if (interrupted) std::printf("interrupted by signal: the tables are partial\n");
     std::fflush(stdout);
-    if (!cfg.csv_path.empty()) write_file(cfg.csv_path, csv(results, run), "CSV");
-    if (!cfg.svg_path.empty()) {
+    if (csv_out.enabled()) csv_out.write(csv(results, run));
+    if (svg_out.enabled()) {
       const std::string title = std::string("blocktest: ") + run.mode + ", qd " + std::to_string(cfg.qd) + ", " + run.totals;
-      write_file(cfg.svg_path, svg_plot(results, title), "SVG");
+      svg_out.write(svg_plot(results, title));
     }
     json.write({{"type", "end"}, {"tool", "blocktest"}, {"interrupted", interrupted}, {"failures", sweeper.any_failure()}});
+    // An output that could not be written is lost data: exit 1, also after an interruption.
+    bool lost_output = false;
+    for (OutputFile* o : {&csv_out, &svg_out, &json.file()}) {
+      try {
+        o->commit();
+      } catch (const SetupError& e) {
+        std::fprintf(stderr, "blocktest: %s\n", e.what());
+        lost_output = true;
+      }
+    }
+    if (lost_output) return 1;
     if (interrupted) return 130;
     return sweeper.any_failure() ? 1 : 0;
   } catch (const std::exception& e) {
