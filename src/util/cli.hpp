@@ -1,5 +1,5 @@
-// Command-line conventions shared by every program: bad input prints one
-// line "<prog>: <what is wrong>" and exits 2; --help exits 0.
+// Command-line conventions shared by every program: bad input (an empty
+// value too) prints one line "<prog>: <what is wrong>" and exits 2; --help exits 0.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -18,9 +18,20 @@ struct UsageError : std::invalid_argument {
 inline constexpr int kUsageExit = 2;
 
 // Parses argv; returns -1 to go on, or the exit code to return now.
+// An empty value (--json "", --dst=) is refused: the tools read an empty
+// string as "not given", so it would silently mean the default.
 inline int parse(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
+    for (const CLI::Option* o : app.get_options()) {
+      if (o->get_expected_min() == 0) continue;  // flags, and options whose value is optional (rx --count)
+      for (const std::string& v : o->results())
+        if (v.empty()) {
+          std::fprintf(stderr, "%s: %s: empty value (give one, or leave the option out)\n", app.get_name().c_str(),
+                       o->get_name().c_str());
+          return kUsageExit;
+        }
+    }
     return -1;
   } catch (const CLI::CallForHelp&) {
     std::fputs(app.help().c_str(), stdout);
