@@ -166,9 +166,7 @@ int main(int argc, char** argv) {
   install_stop_signals();
   try {
     report::JsonLines json(cfg.json_path);
-    const drivers::SocketAddress dst = drivers::make_address(cfg.dst, cfg.port);
-    if (dst.is_v6() != cfg.ipv6)
-      throw SetupError(std::string("--dst ") + cfg.dst + (cfg.ipv6 ? " is not an IPv6 address (drop --ipv6 or give one)" : " is IPv6: add --ipv6"));
+    const drivers::SocketAddress dst = drivers::make_address(cfg.dst, cfg.port);  // checked by parse_options
     const net::FrameSizes sizes = net::FrameSizes::for_payload(cfg.size, cfg.ipv6);
     // (A DPDK port is no kernel path: DpdkPort checks the port's MTU.)
     if (const uint32_t mtu = cfg.backend == "dpdk" ? 0 : drivers::path_mtu(dst, cfg.device); mtu && sizes.l3 > mtu)

@@ -100,6 +100,15 @@ int parse_options(int argc, char** argv, Config& cfg) {
     if (!cfg.cores.empty() && cfg.cores != "auto")
       convert("--cores", [&] { return topo::place_workers(cfg.threads, cfg.cores).text; });
     cfg.dst = dst.empty() ? (cfg.ipv6 ? "::1" : "127.0.0.1") : dst;
+    // A bad address is bad usage: refused here, before anything is opened or sent.
+    bool dst_v6 = false;
+    try {
+      dst_v6 = drivers::make_address(cfg.dst, cfg.port).is_v6();
+    } catch (const SetupError& e) {
+      throw cli::UsageError(std::string("--dst: ") + e.what());
+    }
+    if (dst_v6 != cfg.ipv6)
+      throw cli::UsageError("--dst " + cfg.dst + (cfg.ipv6 ? " is not an IPv6 address (drop --ipv6 or give one)" : " is IPv6: add --ipv6"));
     if (cfg.gso && cfg.backend != "socket") throw cli::UsageError("--gso needs --backend socket");
     if (!cfg.dst_mac.empty()) convert("--dst-mac", [&] { return net::parse_mac(cfg.dst_mac); });
     if (!cfg.src_ip.empty()) {

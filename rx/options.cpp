@@ -8,6 +8,7 @@
 #include "topo/topology.hpp"
 #include "util/cli.hpp"
 #include "util/clock.hpp"
+#include "util/errors.hpp"
 #include "util/units.hpp"
 
 namespace rateline::rx {
@@ -81,6 +82,12 @@ int parse_options(int argc, char** argv, Config& cfg) {
     cfg.batch = static_cast<uint32_t>(in_range<uint64_t>("--batch", convert("--batch", [&] { return units::parse_count(batch); }), 1, 1024));
     if (cfg.layers && cfg.backend != "xdp") throw cli::UsageError("--layers needs --backend xdp (the driver layer is an XDP program)");
     if (cfg.bind.empty()) cfg.bind = cfg.ipv6 ? "::" : "0.0.0.0";
+    // A bad address is bad usage: refused here, before any socket or program is set up.
+    try {
+      drivers::make_address(cfg.bind, cfg.port);
+    } catch (const SetupError& e) {
+      throw cli::UsageError(std::string("--bind: ") + e.what());
+    }
     // A bad CPU list is a usage error: found here, not at setup.
     if (!cfg.cores.empty() && cfg.cores != "auto")
       convert("--cores", [&] { return topo::place_workers(cfg.threads, cfg.cores).text; });

@@ -85,9 +85,9 @@ for prog, args in bad:
     c.true(f"{name}: names the program", bool(lines) and lines[0].startswith(os.path.basename(prog) + ": "), repr(r.stderr))
     c.eq(f"{name}: nothing on stdout", r.stdout, "")
 
-# Setup errors (not usage): clear message, exit 1.
+# A bad address is bad usage too (test_cli_edges.py: and nothing is sent).
 r = subprocess.run([PKTGEN, "--dst", "not-an-address", "--count", "1"], capture_output=True, text=True, timeout=10)
-c.eq("pktgen bad --dst: exit code", r.returncode, 1)
+c.eq("pktgen bad --dst: exit code", r.returncode, 2)
 c.true("pktgen bad --dst: says why", "not a numeric IPv4 or IPv6 address" in r.stderr, r.stderr)
 for prog in (PKTGEN, RX):
     r = subprocess.run([prog, "--help"], capture_output=True, text=True, timeout=10)
