@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
     drivers::ensure_port_free(bind);
     // Raw backends tap an interface: --device, or the one that owns --bind.
     const std::string device = !cfg.device.empty() ? cfg.device : report::device_for_local_address(cfg.bind);
-    std::string raw_why = device.empty() ? "AF_PACKET receives on one interface: give --device (or --bind a local address)" : "";
+    std::string raw_why =
+        device.empty() ? "--backend " + cfg.backend + " receives on one interface: give --device IFACE (or --bind an address of it)" : "";
     net::Interface iface;
     if (!device.empty()) {
       try {
