@@ -456,6 +456,11 @@ int main(int argc, char** argv) {
     }
 #endif
     json.write(result);
+    // After the report: a full disk costs the JSON, never the numbers on the terminal.
+    if (const std::string e = json.finish(); !e.empty()) {
+      std::fprintf(stderr, "pktgen: %s\n", e.c_str());
+      return 1;
+    }
     if (!errors.empty() && total.packets == 0) return 1;
     return stalled ? 1 : 0;
   } catch (const std::exception& e) {

@@ -380,6 +380,11 @@ int main(int argc, char** argv) {
     }
 #endif
     json.write(record);
+    // After the report: a full disk costs the JSON, never the numbers on the terminal.
+    if (const std::string e = json.finish(); !e.empty()) {
+      std::fprintf(stderr, "rx: %s\n", e.c_str());
+      return 1;
+    }
     return errors.empty() ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rx: %s\n", e.what());

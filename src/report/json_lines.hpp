@@ -1,12 +1,17 @@
 // JSON-lines output (one object per line, schema in README "Output").
-// The file is opened at start, so an interrupted run still has somewhere to
-// write its final record; every line is flushed as it is written.
+// The output is opened at start, so an interrupted run still has somewhere to
+// write its final record. Every line is flushed as it is written: to stdout
+// ("-") or a pipe, a reader sees each record as it comes. A regular file is
+// written beside its path and appears there, whole, only at finish()
+// (output_file.hpp): a crash leaves the old file, never half a run; whoever
+// wants the records live asks for "-".
 #pragma once
 
-#include <cstdio>
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "report/output_file.hpp"
 
 namespace rateline::report {
 
@@ -15,16 +20,15 @@ class JsonLines {
   JsonLines() = default;
   // "" = disabled, "-" = stdout. Throws SetupError if the file cannot be created.
   explicit JsonLines(const std::string& path);
-  ~JsonLines();
-  JsonLines(const JsonLines&) = delete;
-  JsonLines& operator=(const JsonLines&) = delete;
 
-  bool enabled() const { return f_ != nullptr; }
+  bool enabled() const { return out_.is_open(); }
   void write(const nlohmann::json& record);
+  // Ends the output; "" or the run's first write error ("Couldn't write JSON file PATH: <errno text>"),
+  // for the caller to print after its report. Without it (an exception) a regular file is left as it was.
+  std::string finish();
 
  private:
-  std::FILE* f_ = nullptr;
-  bool owned_ = false;
+  OutputFile out_;
 };
 
 }  // namespace rateline::report

@@ -31,6 +31,7 @@
 #include "report.hpp"
 #include "report/json_lines.hpp"
 #include "report/link.hpp"
+#include "report/output_file.hpp"
 #include "runner.hpp"
 #include "server.hpp"
 #include "trial.hpp"
@@ -110,10 +111,24 @@ int run_sender(const Config& given) {
   std::printf("%s", format_table(results, cfg, info).c_str());
   if (stop_flag().load()) std::printf("interrupted: the table holds what was measured so far\n");
   std::fflush(stdout);
-  if (!cfg.csv_path.empty()) write_file(cfg.csv_path, summary_csv(results, info));
-  if (!cfg.csv_trials_path.empty()) write_file(cfg.csv_trials_path, trials_csv(results, cfg));
-  if (!cfg.svg_path.empty()) write_file(cfg.svg_path, loss_svg(results, cfg, info));
+  // After the table, and each on its own: one output that cannot be written costs no other.
   bool errors = false;
+  auto save = [&](const std::string& path, const char* what, auto&& text) {
+    if (path.empty()) return;
+    try {
+      report::write_whole_file(path, text(), what);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ceiling: %s\n", e.what());
+      errors = true;
+    }
+  };
+  save(cfg.csv_path, "CSV file", [&] { return summary_csv(results, info); });
+  save(cfg.csv_trials_path, "CSV file", [&] { return trials_csv(results, cfg); });
+  save(cfg.svg_path, "SVG file", [&] { return loss_svg(results, cfg, info); });
+  if (const std::string e = json.finish(); !e.empty()) {
+    std::fprintf(stderr, "ceiling: %s\n", e.c_str());
+    errors = true;
+  }
   for (const auto& r : results) errors |= !r.error.empty();
   return errors || stop_flag().load() ? 1 : 0;
 }

@@ -4,10 +4,8 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 
 #include "report/rates.hpp"
-#include "util/errors.hpp"
 #include "util/units.hpp"
 
 namespace rateline::ceiling {
@@ -354,13 +352,6 @@ std::string loss_svg(const std::vector<SizeResult>& results, const Config& cfg, 
   s += b;
   s += "</svg>\n";
   return s;
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw SetupError("Couldn't create " + path + ": " + errno_text(errno));
-  out << text;
-  if (!out.flush()) throw SetupError("Couldn't write " + path + ": " + errno_text(errno));
 }
 
 }  // namespace rateline::ceiling

@@ -17,7 +17,4 @@ std::string trials_csv(const std::vector<SizeResult>& results, const Config& cfg
 // the bottom) against the achieved rate, NDR and PDR marked.
 std::string loss_svg(const std::vector<SizeResult>& results, const Config& cfg, const RunInfo& info);
 
-// Writes `text` to `path`; throws SetupError naming the path.
-void write_file(const std::string& path, const std::string& text);
-
 }  // namespace rateline::ceiling
