@@ -5,9 +5,14 @@
 #include <cstdlib>
 
 #include "config.hpp"
+#include "net/frame.hpp"
 #include "process.hpp"
+#include "registry.hpp"
+#include "report/output_file.hpp"
+#include "server.hpp"
 #include "util/cli.hpp"
 #include "util/clock.hpp"
+#include "util/errors.hpp"
 #include "wire/test_payload.hpp"
 
 namespace rateline::ceiling {
@@ -43,6 +48,31 @@ std::vector<std::string> split_list(const std::vector<std::string>& items) {
     }
   }
   return out;
+}
+
+// A numeric address option: bad usage, found before anything is built.
+void check_address(const char* option, const std::string& ip) {
+  try {
+    drivers::make_address(ip, 0);
+  } catch (const SetupError& e) {
+    throw cli::UsageError(std::string(option) + ": " + e.what());
+  }
+}
+
+// The program that runs each trial's sender or receiver. Named (on the command
+// line or in $PKTGEN/$RX) and missing: bad usage. Found nowhere: a setup error.
+void check_program(const std::string& program, const char* option, const char* env_var, bool given) {
+  if (runnable(program)) return;
+  const std::string name = option + 2;  // "--pktgen" -> "pktgen"
+  if (given)
+    throw cli::UsageError(std::string(option) + " " + program + ": no such executable file (give the path to a built " +
+                          name + ")");
+  const char* env = std::getenv(env_var);
+  if (env && *env)
+    throw cli::UsageError(std::string("$") + env_var + "=" + program + ": no such executable file (give --" + name +
+                          " PATH, or fix $" + env_var + ")");
+  throw SetupError("Couldn't find " + name + " ($" + env_var + ", next to ceiling in the build tree, PATH): give " +
+                   option + " PATH");
 }
 
 }  // namespace
@@ -100,8 +130,11 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--drain", drain, "rx ends this long after the last packet when no end marker came")->capture_default_str();
   app.add_option("-p,--port", cfg.port, "UDP test port")->capture_default_str()->check(CLI::Range(1024, 65535));
   app.add_option("--tx-backend", cfg.tx_backend, "pktgen --backend (afpacket bypasses the qdisc: use socket to test through tc shaping)")
+      ->check(CLI::IsMember(drivers::backend_choices()))
       ->capture_default_str();
-  app.add_option("--rx-backend", cfg.rx_backend, "rx --backend")->capture_default_str();
+  app.add_option("--rx-backend", cfg.rx_backend, "rx --backend")
+      ->check(CLI::IsMember(drivers::backend_choices()))
+      ->capture_default_str();
   app.add_option("--tx-dpdk-args", cfg.tx_dpdk_args,
                  "--tx-backend dpdk: pktgen's EAL arguments (local lab default: --no-pci --vdev=net_af_packet0,iface=<sender veth>)");
   app.add_option("--rx-dpdk-args", cfg.rx_dpdk_args,
@@ -153,6 +186,23 @@ int parse_options(int argc, char** argv, Config& cfg) {
       throw cli::UsageError("--dst is for --remote; the local lab picks its own addresses");
     if (cfg.mode != Mode::local && cfg.mode != Mode::lab_child && !cfg.shape.empty())
       throw cli::UsageError("--shape shapes the local lab's veth; across hosts, shape with tc yourself");
+    // Addresses are checked here, so a bad one stops the run before a lab, a socket or a program exists.
+    if (cfg.mode == Mode::serve) {
+      try {
+        listen_address(listen);
+      } catch (const SetupError& e) {
+        throw cli::UsageError(std::string("--serve: ") + e.what());
+      }
+    }
+    if (cfg.mode == Mode::remote) {
+      const size_t c = remote.rfind(':');
+      const std::string port = c == std::string::npos ? "" : remote.substr(c + 1);
+      if (c == 0 || port.empty() || port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 ||
+          std::stoul(port) == 0 || std::stoul(port) > 65535)
+        throw cli::UsageError("--remote " + remote + ": expected HOST:PORT (the receiver's `ceiling --serve PORT`)");
+    }
+    if (!cfg.dst.empty()) check_address("--dst", cfg.dst);
+    check_address("--rx-bind", cfg.rx_bind);
 
     const auto frames = split_list(frame_sizes_in);
     const auto sizes = split_list(sizes_in);
@@ -219,12 +269,40 @@ int parse_options(int argc, char** argv, Config& cfg) {
     cfg.drain_ns = in_range<uint64_t>("--drain", convert("--drain", [&] { return units::parse_duration_ns(drain, kNsPerSec); }), 50 * kNsPerMs, 60 * kNsPerSec);
     if (!rx_rcvbuf.empty())
       cfg.rx_rcvbuf = static_cast<int64_t>(in_range<uint64_t>("--rx-rcvbuf", convert("--rx-rcvbuf", [&] { return units::parse_bytes(rx_rcvbuf); }), 0, 1ull << 30));
+    if (!cfg.sndbuf.empty())  // pktgen's own bounds: every trial would fail on it
+      in_range<uint64_t>("--sndbuf", convert("--sndbuf", [&] { return units::parse_bytes(cfg.sndbuf); }), 4096, 1ull << 30);
+    cfg.rate_layer = rate_layer;
+    // The first trial's rate must not be below the lowest one worth trying, at any size.
+    if (cfg.max_rate)
+      for (const SizePlan& p : cfg.sizes) {
+        const net::FrameSizes f = net::FrameSizes::for_payload(p.payload, false);
+        const uint32_t bytes = rate_layer == "payload" ? f.payload : rate_layer == "l2" ? f.l2 : f.l1;
+        const double pps = cfg.max_rate->unit == units::RateUnit::pps ? cfg.max_rate->value : cfg.max_rate->value / (8.0 * bytes);
+        if (pps < cfg.min_pps)
+          throw cli::UsageError("--max-rate " + max_rate + " is below --min-rate " + min_rate +
+                                (cfg.max_rate->unit == units::RateUnit::pps
+                                     ? std::string()
+                                     : " at " + std::to_string(p.payload) + " B payload (" + units::si(pps, 3) + " pps)") +
+                                ": give a --max-rate above it, or a lower --min-rate");
+      }
+
+    // Programs and output files last: they are looked up on this host, and only by the side that uses them.
+    const bool sends = cfg.mode == Mode::local || cfg.mode == Mode::lab_child || cfg.mode == Mode::remote;
+    const bool receives = cfg.mode != Mode::remote;
     if (cfg.pktgen_bin.empty()) cfg.pktgen_bin = find_program("pktgen", "PKTGEN");
     if (cfg.rx_bin.empty()) cfg.rx_bin = find_program("rx", "RX");
-    cfg.rate_layer = rate_layer;
+    if (sends) check_program(cfg.pktgen_bin, "--pktgen", "PKTGEN", app.count("--pktgen") > 0);
+    if (receives) check_program(cfg.rx_bin, "--rx", "RX", app.count("--rx") > 0);
+    if (sends)
+      for (const auto& [path, what] : {std::pair{cfg.json_path, "JSON file"}, {cfg.csv_path, "CSV file"},
+                                       {cfg.csv_trials_path, "CSV file"}, {cfg.svg_path, "SVG file"}})
+        if (const std::string why = report::OutputFile::probe(path, what); !why.empty()) throw SetupError(why);
   } catch (const cli::UsageError& e) {
     std::fprintf(stderr, "ceiling: %s\n", e.what());
     return cli::kUsageExit;
+  } catch (const SetupError& e) {
+    std::fprintf(stderr, "ceiling: %s\n", e.what());
+    return 1;
   }
   return -1;
 }

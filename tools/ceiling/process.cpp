@@ -32,7 +32,10 @@ int status_code(int status) {
   return -1;
 }
 
-bool is_executable(const std::string& p) { return !p.empty() && ::access(p.c_str(), X_OK) == 0; }
+bool is_executable(const std::string& p) {
+  struct stat st {};
+  return !p.empty() && ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+}
 
 }  // namespace
 
@@ -219,6 +222,20 @@ std::string find_program(const std::string& name, const char* env_var) {
   for (const std::string& p : {dir + "/../../" + name + "/" + name, dir + "/" + name})
     if (is_executable(p)) return p;
   return name;  // PATH
+}
+
+bool runnable(const std::string& program) {
+  if (program.find('/') != std::string::npos) return is_executable(program);
+  const char* path = std::getenv("PATH");
+  std::string dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  for (;;) {
+    const size_t colon = dirs.find(':', start);
+    const std::string dir = dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    if (is_executable((dir.empty() ? "." : dir) + "/" + program)) return true;
+    if (colon == std::string::npos) return false;
+    start = colon + 1;
+  }
 }
 
 }  // namespace rateline::ceiling

@@ -57,4 +57,8 @@ std::string self_exe();
 // (tools/ceiling/../../NAME/NAME) or the install dir, then PATH.
 std::string find_program(const std::string& name, const char* env_var);
 
+// Whether spawn() could run `program`: a path (with a '/') to an executable
+// file, or a name found in PATH, as execvp looks it up.
+bool runnable(const std::string& program);
+
 }  // namespace rateline::ceiling

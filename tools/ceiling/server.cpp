@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
@@ -311,6 +312,24 @@ void Session::run() {
 
 }  // namespace
 
+drivers::SocketAddress listen_address(const std::string& spec) {
+  std::string host = "0.0.0.0", port = spec;
+  if (const size_t c = spec.rfind(':'); c != std::string::npos) {
+    host = spec.substr(0, c);
+    port = spec.substr(c + 1);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  }
+  unsigned long p = 0;
+  size_t used = 0;
+  try {
+    p = std::stoul(port, &used);
+  } catch (const std::exception&) {
+  }
+  if (p == 0 || p > 65535 || used != port.size() || !std::isdigit(static_cast<unsigned char>(port[0])))
+    throw SetupError(spec + ": expected [ADDR:]PORT with PORT 1..65535");
+  return drivers::make_address(host, static_cast<uint16_t>(p));
+}
+
 int serve(const ServeConfig& cfg) {
   signal(SIGPIPE, SIG_IGN);
   if (cfg.listen.empty()) {
@@ -318,19 +337,7 @@ int serve(const ServeConfig& cfg) {
     s.run();
     return 0;
   }
-  std::string host = "0.0.0.0", port = cfg.listen;
-  if (const size_t c = cfg.listen.rfind(':'); c != std::string::npos) {
-    host = cfg.listen.substr(0, c);
-    port = cfg.listen.substr(c + 1);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  }
-  unsigned long p = 0;
-  try {
-    p = std::stoul(port);
-  } catch (const std::exception&) {
-  }
-  if (p == 0 || p > 65535) throw SetupError("--serve " + cfg.listen + ": expected [ADDR:]PORT with PORT 1..65535");
-  const drivers::SocketAddress addr = drivers::make_address(host, static_cast<uint16_t>(p));
+  const drivers::SocketAddress addr = listen_address(cfg.listen);
   const int fd = ::socket(addr.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw SetupError(std::string("Couldn't create the control socket: ") + errno_text(errno));
   const int one = 1;
