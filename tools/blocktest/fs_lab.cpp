@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "planner.hpp"
@@ -52,16 +53,16 @@ bool kernel_has(const std::string& fs) {
   return false;
 }
 
+// The last n non-empty lines of a program's output, on one line. mkfs killed
+// by our stop signal printed nothing: that must still make a message.
 std::string last_lines(const std::string& s, size_t n = 3) {
-  size_t pos = s.size();
-  while (n-- && pos > 0) {
-    pos = s.rfind('\n', pos - 1);
-    if (pos == std::string::npos) return s;
-  }
-  std::string t = s.substr(pos + 1);
-  for (char& c : t)
-    if (c == '\n') c = ' ';
-  return t;
+  std::vector<std::string> lines;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty()) lines.push_back(l);
+  std::string t;
+  for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i) t += (t.empty() ? "" : " ") + lines[i];
+  return t.empty() ? "no output" : t;
 }
 
 }  // namespace
@@ -177,7 +178,9 @@ FsInstance::FsInstance(const std::string& fs, const std::string& lab, uint64_t i
     argv.insert(argv.end(), rec.args.begin(), rec.args.end());
     argv.push_back(loop_path_);
     const SpawnResult mk = spawn_and_wait(argv);
-    if (!mk.ok()) throw SetupError(std::string("Couldn't make ") + fs + " on " + loop_path_ + ": " + rec.mkfs + " failed: " + last_lines(mk.output));
+    if (!mk.ok())
+      throw SetupError(std::string("Couldn't make ") + fs + " on " + loop_path_ + ": " + rec.mkfs + " " +
+                       (mk.signal ? "killed by signal " + std::to_string(mk.signal) : "failed: " + last_lines(mk.output)));
     if (::mount(loop_path_.c_str(), mountpoint_.c_str(), fs.c_str(), MS_NOSUID | MS_NODEV, nullptr) != 0)
       throw SetupError("Couldn't mount " + fs + " from " + loop_path_ + " on " + mountpoint_ + ": " + errno_text(errno));
     mounted_ = true;
