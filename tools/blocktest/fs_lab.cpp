@@ -124,18 +124,14 @@ FsInstance::FsInstance(const std::string& fs, const std::string& lab, uint64_t i
     const std::string image = lab + "/" + fs + ".img";
     image_fd_ = ::open(image.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (image_fd_ < 0) throw SetupError("Couldn't create image " + image + ": " + errno_text(errno));
+    image_path_ = image;
     const bool sized = ::ftruncate(image_fd_, static_cast<off_t>(image_bytes)) == 0;
     const int size_err = errno;
-    if (!sized) {
-      ::unlink(image.c_str());
-      throw SetupError("Couldn't size image " + image + ": " + errno_text(size_err));
-    }
+    if (!sized) throw SetupError("Couldn't size image " + image + ": " + errno_text(size_err));
 
     const int ctl = ::open("/dev/loop-control", O_RDWR | O_CLOEXEC);
-    if (ctl < 0) {
-      ::unlink(image.c_str());
+    if (ctl < 0)
       throw SetupError(std::string("Couldn't open /dev/loop-control: ") + errno_text(errno) + " (loop devices need root and the loop driver)");
-    }
     int err = 0;
     for (int attempt = 0; attempt < 20 && loop_fd_ < 0; ++attempt) {
       const int n = ::ioctl(ctl, LOOP_CTL_GET_FREE);
@@ -169,7 +165,7 @@ FsInstance::FsInstance(const std::string& fs, const std::string& lab, uint64_t i
     }
     ::close(ctl);
     // The loop device holds the image now; its name is no longer needed.
-    ::unlink(image.c_str());
+    unlink_image();
     if (loop_fd_ < 0) throw SetupError("Couldn't set up a loop device for " + image + ": " + errno_text(err));
     loop_info64 info{};
     if (::ioctl(loop_fd_, LOOP_GET_STATUS64, &info) == 0) loop_direct_io_ = info.lo_flags & LO_FLAGS_DIRECT_IO;
@@ -194,7 +190,13 @@ FsInstance::FsInstance(const std::string& fs, const std::string& lab, uint64_t i
   }
 }
 
+void FsInstance::unlink_image() {
+  if (!image_path_.empty()) ::unlink(image_path_.c_str());
+  image_path_.clear();
+}
+
 void FsInstance::teardown() {
+  unlink_image();  // still named if setup failed before the loop device took it
   if (mounted_) {
     ::sync();
     bool gone = false;

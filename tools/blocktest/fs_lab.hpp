@@ -58,7 +58,9 @@ class FsInstance {
 
  private:
   void teardown();
+  void unlink_image();
   std::string fs_, mountpoint_, loop_path_, note_;
+  std::string image_path_;  // until the loop device holds the image
   int image_fd_ = -1, loop_fd_ = -1;
   bool mounted_ = false, loop_direct_io_ = false;
 };
