@@ -14,12 +14,13 @@ plus tmpfs, and ext4 with O_DIRECT). For every run:
 Also --json /dev/full: a message and exit 1, not an empty success.
 
 The moments: per kind of run, an uninterrupted run measures its length L, and
-its n signals fall at L * (i + u) / n, u uniform in [0, 1), i = 0..n-1: from
-the first instant to the end. blocktest is started with SIGINT/SIGTERM
-blocked, as a launcher that holds them until the handlers exist would do:
-blocktest unblocks them once its handlers are in, so a signal sent while the
-program is still being loaded is a stop at its first line, not a kill by
-the default action. The seed is printed; BLOCKTEST_SIGNALS_SEED=N repeats
+its n signals fall at 0 and at L * (i + u) / n, u uniform in [0, 1),
+i = 1..n-1: from the first instant to the end. blocktest is started with
+SIGINT/SIGTERM blocked, as a launcher that holds them until the handlers
+exist would do: blocktest unblocks them once its handlers are in, so a
+signal sent while the program is still being loaded is a stop at its first
+line (exit 130, checked with the signal sent at once), not a kill by the
+default action. The seed is printed; BLOCKTEST_SIGNALS_SEED=N repeats
 the same moments. Each run is small (1 MiB per size): ~30 s here, ~60 s
 under ASan."""
 import json
@@ -216,7 +217,9 @@ try:
         length = min(lengths)
         for i in range(n):
             run_no += 1
-            moment = length * (i + rng.random()) / n
+            # The first at once: blocktest may still be loading, its handlers
+            # not yet installed; that must still be a stop.
+            moment = length * (i + rng.random()) / n if i else 0.0
             sig = rng.choice((signal.SIGINT, signal.SIGTERM))
             t0 = time.time()
             p = start(args, out_dir)
@@ -229,6 +232,8 @@ try:
             counts[rc] = counts.get(rc, 0) + 1
             c.true(f"{what}: exit {rc} in {took:.2f} s (130 interrupted, 0 finished first)", rc in (0, 130),
                    err.strip()[-1500:])
+            if i == 0:
+                c.eq(f"{what}: sent at once, maybe before the handlers exist: still a stop", rc, 130)
             c.true(f"{what}: no sanitizer report", not any(m in err for m in SANITIZER_MARKS), err[-3000:])
             c.eq(f"{what}: directory as before", sorted(os.listdir(target)), ["keep.txt"])
             if fs:
