@@ -192,7 +192,7 @@ try:
     r = subprocess.run([BLOCKTEST, "--dir", target, "--sizes", "4k", "--total", "64k", "--json", "/dev/full"] + COMMON,
                        capture_output=True, text=True, timeout=RUN_TIMEOUT)
     c.eq("--json /dev/full: exit code", r.returncode, 1)
-    c.true("--json /dev/full: says so", "Couldn't write the JSON file /dev/full" in r.stderr, r.stderr.strip())
+    c.true("--json /dev/full: says so", "Couldn't write JSON file /dev/full" in r.stderr, r.stderr.strip())
     c.true("--json /dev/full: still the device", os.path.exists("/dev/full") and
            os.stat("/dev/full").st_mode & 0o170000 == 0o020000)
 

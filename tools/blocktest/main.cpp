@@ -12,7 +12,8 @@
 #include "engine.hpp"
 #include "fs_lab.hpp"
 #include "report.hpp"
-#include "output_file.hpp"
+#include "report/json_lines.hpp"
+#include "report/output_file.hpp"
 #include "sweep.hpp"
 #include "target.hpp"
 #include "util/errors.hpp"
@@ -69,9 +70,9 @@ int main(int argc, char** argv) {
     if (!cfg.dir.empty()) inspect_dir(cfg.dir);
     if (!cfg.device.empty()) TestFile::block_device(cfg.device, false);
     // Created now (an unwritable place fails before anything is measured),
-    // named at the end.
-    JsonOutput json(cfg.json_path);
-    OutputFile csv_out(cfg.csv_path, "CSV"), svg_out(cfg.svg_path, "SVG");
+    // whole under their names only at the end (report/output_file.hpp).
+    report::JsonLines json(cfg.json_path);
+    report::OutputFile csv_out(cfg.csv_path, "CSV file"), svg_out(cfg.svg_path, "SVG file");
 
     // The engine (ring, buffers, placement) lives for the whole run, in this thread.
     EngineOptions eo;
@@ -123,7 +124,6 @@ int main(int argc, char** argv) {
     for (const std::string& n : run.notes) std::printf("blocktest: note: %s\n", n.c_str());
     std::fflush(stdout);
     json.write(run_record(run));
-    if (json.file().failed()) throw SetupError(json.file().error_text());
 
     Progress progress(!cfg.quiet, watch);
     Sweeper sweeper(cfg, engine, watch, progress, json);
@@ -213,21 +213,18 @@ int main(int argc, char** argv) {
     if (!problems.empty()) std::printf("%s", problems.c_str());
     if (interrupted) std::printf("interrupted by signal: the tables are partial\n");
     std::fflush(stdout);
-    if (csv_out.enabled()) csv_out.write(csv(results, run));
-    if (svg_out.enabled()) {
+    if (csv_out.is_open()) csv_out.write(csv(results, run), false);
+    if (svg_out.is_open()) {
       const std::string title = std::string("blocktest: ") + run.mode + ", qd " + std::to_string(cfg.qd) + ", " + run.totals;
-      svg_out.write(svg_plot(results, title));
+      svg_out.write(svg_plot(results, title), false);
     }
     json.write({{"type", "end"}, {"tool", "blocktest"}, {"interrupted", interrupted}, {"failures", sweeper.any_failure()}});
     // An output that could not be written is lost data: exit 1, also after an interruption.
     bool lost_output = false;
-    for (OutputFile* o : {&csv_out, &svg_out, &json.file()}) {
-      try {
-        o->commit();
-      } catch (const SetupError& e) {
-        std::fprintf(stderr, "blocktest: %s\n", e.what());
-        lost_output = true;
-      }
+    for (const std::string& e : {csv_out.commit(), svg_out.commit(), json.finish()}) {
+      if (e.empty()) continue;
+      std::fprintf(stderr, "blocktest: %s\n", e.c_str());
+      lost_output = true;
     }
     if (lost_output) return 1;
     if (interrupted) return 130;

@@ -79,7 +79,7 @@ void Progress::loop() {
 // --------------------------------------------------------------------------
 // Sweeper
 
-Sweeper::Sweeper(const Config& cfg, Engine& engine, WorkerWatch& watch, Progress& progress, JsonOutput& json)
+Sweeper::Sweeper(const Config& cfg, Engine& engine, WorkerWatch& watch, Progress& progress, report::JsonLines& json)
     : cfg_(cfg), engine_(engine), watch_(watch), progress_(progress), json_(json) {
   std::random_device rd;
   seed_ = (uint64_t{rd()} << 32 | rd()) | 1;

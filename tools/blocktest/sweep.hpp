@@ -13,7 +13,7 @@
 
 #include "config.hpp"
 #include "engine.hpp"
-#include "output_file.hpp"
+#include "report/json_lines.hpp"
 #include "results.hpp"
 #include "worker_watch.hpp"
 
@@ -57,7 +57,7 @@ class Progress {
 
 class Sweeper {
  public:
-  Sweeper(const Config& cfg, Engine& engine, WorkerWatch& watch, Progress& progress, JsonOutput& json);
+  Sweeper(const Config& cfg, Engine& engine, WorkerWatch& watch, Progress& progress, report::JsonLines& json);
   // Throws SetupError when the target cannot be used at all (no space, ...).
   FsOutcome run(const Target& t);
   bool interrupted() const { return interrupted_; }
@@ -73,7 +73,7 @@ class Sweeper {
   Engine& engine_;
   WorkerWatch& watch_;
   Progress& progress_;
-  JsonOutput& json_;
+  report::JsonLines& json_;
   uint64_t seed_;
   bool interrupted_ = false;
   int failures_ = 0;

@@ -1,10 +1,7 @@
-// O_DIRECT alignment, the engine and the output files on a real file (in
-// $TMPDIR or /tmp).
-#include <dirent.h>
+// O_DIRECT alignment and the engine on a real file (in $TMPDIR or /tmp).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -14,14 +11,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
-#include <vector>
 
 #include "tools/blocktest/engine.hpp"
-#include "tools/blocktest/output_file.hpp"
 #include "tools/blocktest/target.hpp"
 #include "util/errors.hpp"
 
@@ -253,23 +246,6 @@ class SignalStorm {
   struct sigaction old_{};
 };
 
-std::vector<std::string> names_in(const std::string& dir) {
-  std::vector<std::string> v;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (const dirent* e = readdir(d))
-      if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") v.push_back(e->d_name);
-    closedir(d);
-  }
-  return v;
-}
-
-std::string contents(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 // A signal that interrupts the wait for the closing fsync: io_uring_enter
@@ -322,54 +298,4 @@ TEST(Signals, StopDrainsTheRingForTheNextPhase) {
   EXPECT_EQ(again.error, 0);
   EXPECT_EQ(again.blocks_ok, 64u);
   EXPECT_EQ(again.submitted, 64u);
-}
-
-// An output file gets its name only when complete: before commit() the
-// directory holds nothing (or the previous file, unchanged).
-TEST(OutputFiles, NamedOnlyWhenComplete) {
-  TempDir d;
-  const std::string p = d.path + "/out.json";
-  {
-    OutputFile o(p, "JSON");
-    o.write("{\"a\":1}\n");
-    EXPECT_TRUE(names_in(d.path).empty()) << "visible before commit: " << names_in(d.path).front();
-    o.commit();
-  }
-  EXPECT_EQ(contents(p), "{\"a\":1}\n");
-  EXPECT_EQ(names_in(d.path), std::vector<std::string>{"out.json"});
-  {
-    OutputFile o(p, "JSON");
-    o.write("half a reco");
-  }  // never committed: a crash, an exception
-  EXPECT_EQ(contents(p), "{\"a\":1}\n") << "the previous file was replaced by an unfinished one";
-  EXPECT_EQ(names_in(d.path), std::vector<std::string>{"out.json"}) << "a temporary was left behind";
-  {
-    OutputFile o(p, "JSON");
-    o.write("{\"b\":2}\n");
-    o.commit();
-  }
-  EXPECT_EQ(contents(p), "{\"b\":2}\n");
-  EXPECT_EQ(names_in(d.path), std::vector<std::string>{"out.json"});
-  unlink(p.c_str());
-}
-
-// /dev/full: every write fails with ENOSPC; that is reported, and the device
-// node is written in place, never renamed over.
-TEST(OutputFiles, AFailedWriteIsReportedAndADeviceIsNotReplaced) {
-  struct stat before{};
-  if (stat("/dev/full", &before) != 0 || !S_ISCHR(before.st_mode)) GTEST_SKIP() << "no /dev/full";
-  OutputFile o("/dev/full", "JSON");
-  o.write("{}\n");
-  EXPECT_TRUE(o.failed());
-  EXPECT_NE(o.error_text().find("/dev/full"), std::string::npos) << o.error_text();
-  EXPECT_THROW(o.commit(), SetupError);
-  struct stat after{};
-  ASSERT_EQ(stat("/dev/full", &after), 0);
-  EXPECT_TRUE(S_ISCHR(after.st_mode));
-  EXPECT_EQ(after.st_rdev, before.st_rdev);
-}
-
-TEST(OutputFiles, AMissingDirectoryFailsAtCreation) {
-  TempDir d;
-  EXPECT_THROW(OutputFile(d.path + "/absent/out.csv", "CSV"), SetupError);
 }
