@@ -34,7 +34,8 @@
    be gone afterwards.
 2. Throttled receiver, across the control protocol over TCP (two-host mode
    between two namespaces): rx with a 16 KiB receive buffer and the test aid
-   --test-slow-us; every missing packet must be a socket drop in the ledger.
+   --test-slow-us (the agent runs with --serve-allow-test-aids); every missing
+   packet must be a socket drop in the ledger.
    Plain rx must print the same attribution at the end of its own run.
 3. The control protocol: malformed, oversized and out-of-order requests get
    ERR, a second client gets ERR busy, and the server keeps serving.
@@ -251,7 +252,9 @@ def throttled_receiver(c, tmp):
                json.dumps(lg["lines"]))
 
         # ceiling across the TCP control channel, receiver agent in its own namespace.
-        srv = lab.spawn(lab.ns_b, [CEILING, "--serve", f"{lab.ip_b}:7710", "--rx-bind", lab.ip_b, "--rx", RX])
+        # --rx-test-slow-us reaches this agent as slow_us, a test aid it takes only when told to.
+        srv = lab.spawn(lab.ns_b, [CEILING, "--serve", f"{lab.ip_b}:7710", "--rx-bind", lab.ip_b, "--rx", RX,
+                                   "--serve-allow-test-aids"])
         time.sleep(0.5)
         j = os.path.join(tmp, "remote.json")
         t0 = time.time()

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "limits.hpp"
 #include "search.hpp"
 #include "util/units.hpp"
 
@@ -67,6 +68,10 @@ struct Config {
   std::string remote;               // HOST:PORT of `ceiling --serve`
   std::string listen;               // --serve [ADDR:]PORT
   std::string rx_bind = "0.0.0.0";  // --serve: address rx binds
+  TrialLimits serve_limits = TrialLimits::serve_defaults();  // --serve: what one TRIAL may ask (limits.hpp)
+  uint64_t serve_idle_ns = 10'000'000'000ull;      // --serve: drop a client silent this long between trials
+  uint64_t serve_session_ns = 600'000'000'000ull;  // --serve: close a session this old
+  std::string serve_dpdk_device;    // --serve: the one device backend=dpdk may use (rx --device)
   std::string shape;                // local: qdisc spec on the sender's veth ("tbf rate 20mbit burst 32kbit latency 50ms")
   std::string lab_rx_ns;            // lab_child: the receiver namespace
   std::string lab_peer_device;      // lab_child: the receiver's veth

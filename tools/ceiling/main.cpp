@@ -219,6 +219,14 @@ int main(int argc, char** argv) {
         s.rx_bin = cfg.rx_bin;
         s.rx_dpdk_args = cfg.rx_dpdk_args;
         s.verbose = cfg.mode == Mode::serve;
+        if (cfg.mode == Mode::serve) {
+          s.limits = cfg.serve_limits;
+          s.dpdk_device = cfg.serve_dpdk_device;
+          s.idle_ns = cfg.serve_idle_ns;
+          s.session_ns = cfg.serve_session_ns;
+        } else {
+          s.idle_ns = 600 * kNsPerSec;  // the lab's own agent: hang up only on a sender gone quiet for good
+        }
         return serve(s);
       }
       case Mode::local: return run_local(cfg);

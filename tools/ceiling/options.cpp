@@ -89,6 +89,8 @@ int parse_options(int argc, char** argv, Config& cfg) {
   std::string remote, listen, trial = "2s", resolution = "1%", pdr = "0.5%", max_rate, min_rate = "10", rate_layer = "l1";
   std::string burst = "auto", tests = "throughput,back-to-back", b2b_max = "65536", b2b_repeats = "5", b2b_gap = "100ms";
   std::string drain = "1s", max_trials = "20", rx_rcvbuf, rate_trials = "1", exceed_ratio = "0";
+  std::string serve_idle = "10s", serve_session = "600s", max_threads = "4", max_rcvbuf = "64M",
+              ports = "9000-9099", max_trial = "60s";
   std::vector<std::string> frame_sizes_in, sizes_in;
   bool serve_stdio = false, lab_child = false;
 
@@ -160,6 +162,24 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--csv-trials", cfg.csv_trials_path, "CSV: one row per trial");
   app.add_option("--svg", cfg.svg_path, "SVG plot: loss vs offered rate, one panel per size");
   app.add_flag("-q,--quiet", cfg.quiet, "no live progress line");
+  // The agent's limits: what one client may hold on the receiver, and for how long.
+  const char* agent = "Receiver agent (--serve) limits";
+  app.add_option("--serve-idle", serve_idle, "drop a client that sends no request for this long between trials")
+      ->capture_default_str()->group(agent);
+  app.add_option("--serve-session", serve_session, "close a session this long after it opened (the next client waits)")
+      ->capture_default_str()->group(agent);
+  app.add_option("--max-threads", max_threads, "refuse a trial asking rx for more threads")->capture_default_str()->group(agent);
+  app.add_option("--max-rcvbuf", max_rcvbuf, "refuse a trial asking a larger rx receive buffer")
+      ->capture_default_str()->group(agent);
+  app.add_option("--ports", ports, "UDP ports a trial may ask rx to listen on (LO-HI)")->capture_default_str()->group(agent);
+  app.add_option("--max-trial", max_trial,
+                 "refuse a trial whose hard limit (max_ms) is longer; a sender's --trial T asks about 2T + drain + 10s")
+      ->capture_default_str()->group(agent);
+  app.add_flag("--serve-allow-test-aids", cfg.serve_limits.allow_test_aids,
+               "take test aids (slow_us: a receiver slow on purpose) from clients; for tests only")->group(agent);
+  app.add_option("--serve-dpdk-device", cfg.serve_dpdk_device,
+                 "offer backend=dpdk on this device only (rx --device; EAL -a NAME unless --rx-dpdk-args); without it, "
+                 "dpdk trials are refused")->group(agent);
   // Internal: how the local lab runs its two ends.
   app.add_flag("--serve-stdio", serve_stdio)->group("");
   app.add_flag("--lab-child", lab_child)->group("");
@@ -193,6 +213,28 @@ int parse_options(int argc, char** argv, Config& cfg) {
       } catch (const SetupError& e) {
         throw cli::UsageError(std::string("--serve: ") + e.what());
       }
+    }
+    // The agent's limits mean nothing to a sender: named there, they are a mistake worth saying.
+    for (const char* o : {"--serve-idle", "--serve-session", "--max-threads", "--max-rcvbuf", "--ports", "--max-trial",
+                          "--serve-allow-test-aids", "--serve-dpdk-device"})
+      if (app.count(o) && cfg.mode != Mode::serve)
+        throw cli::UsageError(std::string(o) + " limits the receiver's agent: give it with --serve");
+    if (cfg.mode == Mode::serve) {
+      cfg.serve_idle_ns = in_range<uint64_t>("--serve-idle", convert("--serve-idle", [&] { return units::parse_duration_ns(serve_idle, kNsPerSec); }),
+                                             kNsPerSec, 86400 * kNsPerSec);
+      cfg.serve_session_ns = in_range<uint64_t>("--serve-session", convert("--serve-session", [&] { return units::parse_duration_ns(serve_session, kNsPerSec); }),
+                                                kNsPerSec, 7 * 86400 * kNsPerSec);
+      TrialLimits& l = cfg.serve_limits;
+      l.max_threads = static_cast<uint32_t>(in_range<uint64_t>("--max-threads", convert("--max-threads", [&] { return units::parse_count(max_threads); }), 1, 64));
+      l.max_rcvbuf = static_cast<int64_t>(in_range<uint64_t>("--max-rcvbuf", convert("--max-rcvbuf", [&] { return units::parse_bytes(max_rcvbuf); }), 0, 1ull << 30));
+      const units::PortRange pr = convert("--ports", [&] { return units::parse_port_range(ports); });
+      if (pr.first < 1024 || pr.last < pr.first)
+        throw cli::UsageError("--ports " + ports + ": give LO-HI within 1024-65535, LO <= HI");
+      l.port_lo = pr.first;
+      l.port_hi = pr.last;
+      l.max_trial_ms = static_cast<uint32_t>(in_range<uint64_t>("--max-trial", convert("--max-trial", [&] { return units::parse_duration_ns(max_trial, kNsPerSec); }),
+                                                                kNsPerSec, 3600 * kNsPerSec) / kNsPerMs);
+      l.allow_dpdk = !cfg.serve_dpdk_device.empty();
     }
     if (cfg.mode == Mode::remote) {
       const size_t c = remote.rfind(':');

@@ -15,12 +15,16 @@
 //   BYE                                  -> OK, then the receiver closes the connection
 // Replies (receiver -> sender), at most kMaxReplyBytes each:
 //   ERR code=C [id=N] text               C: malformed | too-long | out-of-order | unknown-verb |
-//                                           bad-value | busy | rx-failed
+//                                           bad-value | busy | rx-failed |
+//                                           limit (over one of the agent's caps, named in text) |
+//                                           refused (a test aid, or dpdk, not offered by this agent) |
+//                                           timeout (idle or session limit: the agent closes the connection)
 //   RESULT id=N {json}                   rx's JSON result record without its per-stream rows
 //
 // Order: HELLO first; one trial at a time; STOP only for the running trial.
 // Anything else is answered with ERR and otherwise ignored: the connection
-// and the server stay up. An over-long line is answered once with
+// and the server stay up, until the agent's time limits end the session
+// (ERR code=timeout, carrying the running trial's id if there is one). An over-long line is answered once with
 // ERR code=too-long and skipped up to its newline. The receiver runs nothing
 // but rx with these numeric parameters: no paths, no commands, no strings
 // beyond the backend name, which must be one of rx's.

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <ctime>
 #include <optional>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -20,14 +21,48 @@
 #include "util/clock.hpp"
 #include "util/errors.hpp"
 #include "util/stop_signal.hpp"
+#include "util/units.hpp"
 
 namespace rateline::ceiling {
 
 namespace {
 
-constexpr uint64_t kSessionIdleNs = 600 * kNsPerSec;  // no request for 10 min and no trial: hang up
 constexpr uint64_t kStopGraceNs = 3 * kNsPerSec;      // SIGINT to rx, then SIGKILL after this
+// A client can send a refused request as fast as it likes: the log names the first ones, then says it stops.
+constexpr uint32_t kMaxLoggedRefusals = 20;
 constexpr size_t kRxJsonMax = 8u << 20;               // rx's JSON lines (progress is off: start + result)
+
+std::string peer_text(const sockaddr_storage& addr, socklen_t len) {
+  drivers::SocketAddress a;
+  a.storage = addr;
+  a.len = len;
+  return addr.ss_family == AF_INET || addr.ss_family == AF_INET6 ? a.text() : "(unknown address)";
+}
+
+// A client that stops reading would block a reply, and with it every limit: on a TCP session a reply must be
+// taken within this, all of it (a per-send timeout would restart with every few bytes the client takes).
+constexpr uint64_t kReplyTimeoutNs = 5 * kNsPerSec;
+
+// Sends all of `data` on socket `fd` by `deadline_ns`. false with errno ETIMEDOUT when the peer did not take it.
+bool send_by(int fd, std::string_view data, uint64_t deadline_ns) {
+  while (!data.empty()) {
+    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      data.remove_prefix(static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return false;
+    const uint64_t now = now_ns();
+    if (now >= deadline_ns) {
+      errno = ETIMEDOUT;
+      return false;
+    }
+    pollfd p{fd, POLLOUT, 0};
+    poll(&p, 1, static_cast<int>((deadline_ns - now) / kNsPerMs + 1));
+  }
+  return true;
+}
 
 struct Trial {
   proto::TrialRequest req;
@@ -43,7 +78,8 @@ struct Trial {
 
 class Session {
  public:
-  Session(int in, int out, const ServeConfig& cfg, int listen_fd) : in_(in), out_(out), cfg_(cfg), listen_fd_(listen_fd) {}
+  Session(int in, int out, const ServeConfig& cfg, int listen_fd, std::string peer)
+      : in_(in), out_(out), cfg_(cfg), listen_fd_(listen_fd), peer_(std::move(peer)) {}
   void run();
 
  private:
@@ -54,27 +90,46 @@ class Session {
   void pump(Trial& t, bool json_ready, bool err_ready);
   void finish();
   void refuse_extra_client();
+  // The idle and session limits: true when the session is to end now (said and logged).
+  bool over_time_limits();
+  void log(const std::string& what) const;
 
   int in_, out_;
   const ServeConfig& cfg_;
   int listen_fd_;
+  std::string peer_;  // the client's address, for the log
   proto::LineSplitter lines_{proto::kMaxRequestBytes};
   bool greeted_ = false, closing_ = false, peer_gone_ = false;
+  bool muted_ = false;  // the session was ended by a limit: nothing more goes to the client
   std::optional<Trial> trial_;
-  uint64_t last_request_ns_ = now_ns();
+  const uint64_t opened_ns_ = now_ns();
+  uint64_t quiet_since_ns_ = now_ns();  // the last request, or the end of the last trial
+  uint32_t refusals_ = 0;
 };
 
+void Session::log(const std::string& what) const {
+  if (cfg_.verbose) std::fprintf(stderr, "ceiling serve: %s: %s\n", peer_.c_str(), what.c_str());
+}
+
 void Session::send(const std::string& line) {
-  if (peer_gone_) return;
-  if (!write_all(out_, line + "\n")) peer_gone_ = closing_ = true;
+  if (peer_gone_ || muted_) return;
+  const std::string text = line + "\n";
+  // stdio (the local lab's pipes) has no limits to keep: plain blocking writes.
+  if (listen_fd_ < 0 ? write_all(out_, text) : send_by(out_, text, now_ns() + kReplyTimeoutNs)) return;
+  if (errno == ETIMEDOUT) log("dropped: it stopped reading replies (a reply not taken within 5 s)");
+  peer_gone_ = closing_ = true;
 }
 
 void Session::error(const char* code, const std::string& text, uint64_t id) {
+  if (++refusals_ <= kMaxLoggedRefusals)
+    log(std::string("refused (code=") + code + (id ? " id=" + std::to_string(id) : std::string()) + "): " + text);
+  else if (refusals_ == kMaxLoggedRefusals + 1)
+    log("more refusals in this session, not logged");
   send(std::string("ERR code=") + code + (id ? " id=" + std::to_string(id) : std::string()) + " " + text);
 }
 
 void Session::handle(const proto::LineSplitter::Item& item) {
-  last_request_ns_ = now_ns();
+  quiet_since_ns_ = now_ns();
   if (item.too_long) {
     error("too-long", "request longer than " + std::to_string(proto::kMaxRequestBytes) + " bytes: ignored");
     return;
@@ -140,6 +195,10 @@ void Session::handle(const proto::LineSplitter::Item& item) {
     error(code.c_str(), why, req_id);
     return;
   }
+  if (const auto no = check_limits(*req, cfg_.limits)) {
+    error(no->code.c_str(), no->text, req_id);
+    return;
+  }
   start_trial(*req);
 }
 
@@ -153,7 +212,14 @@ void Session::start_trial(const proto::TrialRequest& req) {
     argv.push_back("--rcvbuf");
     argv.push_back(std::to_string(req.rcvbuf));
   }
-  if (req.backend == "dpdk" && !cfg_.rx_dpdk_args.empty()) {
+  if (req.backend == "dpdk" && !cfg_.dpdk_device.empty()) {
+    // Only the device the operator named: EAL probes just that one (-a) unless the operator gave the EAL
+    // arguments too (a vdev needs them), and rx takes that port and no other.
+    argv.push_back("--device");
+    argv.push_back(cfg_.dpdk_device);
+    argv.push_back("--dpdk-args");
+    argv.push_back(cfg_.rx_dpdk_args.empty() ? "-a " + cfg_.dpdk_device : cfg_.rx_dpdk_args);
+  } else if (req.backend == "dpdk" && !cfg_.rx_dpdk_args.empty()) {
     // The EAL arguments name devices and may load drivers: they come from this host's command line only.
     argv.push_back("--dpdk-args");
     argv.push_back(cfg_.rx_dpdk_args);
@@ -243,13 +309,41 @@ void Session::finish() {
   if (cfg_.verbose)
     std::fprintf(stderr, "ceiling serve: trial %llu done (rx exit %d)\n", static_cast<unsigned long long>(id), rc);
   trial_.reset();
+  quiet_since_ns_ = now_ns();  // the client's turn again: its idle time starts now
 }
 
 void Session::refuse_extra_client() {
-  const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  sockaddr_storage peer{};
+  socklen_t len = sizeof peer;
+  const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC);
   if (fd < 0) return;
   write_all(fd, "ERR code=busy another session is running on this receiver\n");
   ::close(fd);
+  if (cfg_.verbose)
+    std::fprintf(stderr, "ceiling serve: %s: refused (code=busy): the session with %s is running\n",
+                 peer_text(peer, len).c_str(), peer_.c_str());
+}
+
+bool Session::over_time_limits() {
+  const uint64_t now = now_ns();
+  if (cfg_.session_ns && now - opened_ns_ > cfg_.session_ns) {
+    const std::string why = "session longer than " + units::duration_text(cfg_.session_ns) +
+                            " (this receiver's --serve-session): closing";
+    log("dropped: " + why);
+    // With the trial's id, so the sender counts the trial as failed rather than take a cut-short rx result.
+    send("ERR code=timeout" + (trial_ ? " id=" + std::to_string(trial_->req.id) : std::string()) + " " + why);
+    muted_ = closing_ = true;
+    return true;
+  }
+  if (!trial_ && cfg_.idle_ns && now - quiet_since_ns_ > cfg_.idle_ns) {
+    const std::string why = "no request for " + units::duration_text(cfg_.idle_ns) +
+                            " (this receiver's --serve-idle): closing";
+    log("dropped: " + why);
+    send("ERR code=timeout " + why);
+    muted_ = closing_ = true;
+    return true;
+  }
+  return false;
 }
 
 void Session::run() {
@@ -303,10 +397,8 @@ void Session::run() {
       }
     } else if (!in_open) {
       break;
-    } else if (now_ns() - last_request_ns_ > kSessionIdleNs) {
-      error("out-of-order", "no request for 10 minutes: closing");
-      break;
     }
+    if (!muted_) over_time_limits();
   }
 }
 
@@ -333,7 +425,7 @@ drivers::SocketAddress listen_address(const std::string& spec) {
 int serve(const ServeConfig& cfg) {
   signal(SIGPIPE, SIG_IGN);
   if (cfg.listen.empty()) {
-    Session s(STDIN_FILENO, STDOUT_FILENO, cfg, -1);
+    Session s(STDIN_FILENO, STDOUT_FILENO, cfg, -1, "stdio");
     s.run();
     return 0;
   }
@@ -349,8 +441,14 @@ int serve(const ServeConfig& cfg) {
                      (e == EADDRINUSE ? " (another server runs there: pick another port)" : ""));
   }
   listen(fd, 4);
-  std::fprintf(stderr, "ceiling serve: control on tcp %s; rx binds %s; one session at a time\n", addr.text().c_str(),
-               cfg.rx_bind.c_str());
+  const TrialLimits& l = cfg.limits;
+  std::fprintf(stderr,
+               "ceiling serve: control on tcp %s; rx binds %s; one session at a time, at most %s, dropped after %s "
+               "silent; trials: threads <= %u, rcvbuf <= %lld B, ports %u-%u, max_ms <= %u, test aids %s, dpdk %s\n",
+               addr.text().c_str(), cfg.rx_bind.c_str(), units::duration_text(cfg.session_ns).c_str(),
+               units::duration_text(cfg.idle_ns).c_str(), l.max_threads, static_cast<long long>(l.max_rcvbuf),
+               l.port_lo, l.port_hi, l.max_trial_ms, l.allow_test_aids ? "on" : "off",
+               l.allow_dpdk ? ("on " + cfg.dpdk_device).c_str() : "off");
   while (!stop_flag().load()) {
     pollfd pl{fd, POLLIN, 0};
     if (poll(&pl, 1, 200) <= 0) continue;
@@ -358,11 +456,16 @@ int serve(const ServeConfig& cfg) {
     socklen_t pl_len = sizeof peer;
     const int c = accept4(fd, reinterpret_cast<sockaddr*>(&peer), &pl_len, SOCK_CLOEXEC);
     if (c < 0) continue;
-    if (cfg.verbose) std::fprintf(stderr, "ceiling serve: session opened\n");
-    Session s(c, c, cfg, fd);
+    // Room for a few whole replies: a sender busy running pktgen reads its RESULT only afterwards, and that
+    // must not count as a client that stopped reading (send_by).
+    const int sndbuf = static_cast<int>(4 * proto::kMaxReplyBytes);
+    setsockopt(c, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+    const std::string who = peer_text(peer, pl_len);
+    if (cfg.verbose) std::fprintf(stderr, "ceiling serve: %s: session opened\n", who.c_str());
+    Session s(c, c, cfg, fd, who);
     s.run();
     ::close(c);
-    if (cfg.verbose) std::fprintf(stderr, "ceiling serve: session closed\n");
+    if (cfg.verbose) std::fprintf(stderr, "ceiling serve: %s: session closed\n", who.c_str());
   }
   ::close(fd);
   return 0;

@@ -2,8 +2,10 @@
 // one rx per trial, the same binary and code path a user runs by hand.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
+#include "limits.hpp"
 #include "socket/udp_socket.hpp"
 
 namespace rateline::ceiling {
@@ -13,7 +15,12 @@ struct ServeConfig {
   std::string rx_bind;       // rx --bind (default 0.0.0.0)
   std::string rx_bin;        // rx program
   std::string rx_dpdk_args;  // rx --dpdk-args for backend=dpdk: the receiver's own choice, never sent over the wire
+  std::string dpdk_device;   // backend=dpdk runs rx --device this (set: TrialLimits::allow_dpdk)
   bool verbose = true;       // log sessions and trials to stderr
+  // What one client may ask and hold. The stdio agent is the local lab's own: no limits.
+  TrialLimits limits = TrialLimits::unlimited();
+  uint64_t idle_ns = 0;      // drop a client silent this long while no trial runs; 0 = never
+  uint64_t session_ns = 0;   // close a session this old; 0 = never
 };
 
 // The TCP address of --serve "[ADDR:]PORT" (ADDR numeric, default 0.0.0.0).
