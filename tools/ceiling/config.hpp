@@ -9,6 +9,7 @@
 #include "limits.hpp"
 #include "search.hpp"
 #include "util/units.hpp"
+#include "verdict.hpp"
 
 namespace rateline::ceiling {
 
@@ -50,6 +51,7 @@ struct Config {
   uint32_t b2b_repeats = 5;
   uint64_t b2b_gap_ns = 100'000'000;
   uint64_t drain_ns = 1'000'000'000;          // rx --idle: wait this long after the last packet
+  std::optional<MinNdr> min_ndr;              // --min-ndr: every size's NDR must reach it, else exit 3
 
   // Sender (pktgen) and receiver (rx).
   std::string dst;                  // remote: the receiver's test address

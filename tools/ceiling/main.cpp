@@ -22,6 +22,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "config.hpp"
 #include "lab.hpp"
@@ -38,6 +39,7 @@
 #include "util/clock.hpp"
 #include "util/errors.hpp"
 #include "util/stop_signal.hpp"
+#include "verdict.hpp"
 
 using namespace rateline;
 using namespace rateline::ceiling;
@@ -110,6 +112,25 @@ int run_sender(const Config& given) {
   const std::vector<SizeResult> results = runner.run();
   std::printf("%s", format_table(results, cfg, info).c_str());
   if (stop_flag().load()) std::printf("interrupted: the table holds what was measured so far\n");
+  std::optional<RunVerdict> verdict;
+  if (cfg.min_ndr) {
+    // Every size asked for: one the run did not reach (interrupted) has no NDR.
+    std::vector<NdrFinding> findings;
+    for (size_t i = 0; i < cfg.sizes.size(); ++i) {
+      if (i < results.size()) {
+        findings.push_back(ndr_finding(results[i]));
+      } else {
+        NdrFinding f;
+        f.payload = cfg.sizes[i].payload;
+        f.frame = net::FrameSizes::for_payload(f.payload, false);
+        f.state = "not measured: the run was interrupted";
+        findings.push_back(f);
+      }
+    }
+    verdict = judge_run(findings, *cfg.min_ndr);
+    std::printf("%s\n", verdict->line().c_str());
+    json.write(verdict->json(*cfg.min_ndr));
+  }
   std::fflush(stdout);
   // After the table, and each on its own: one output that cannot be written costs no other.
   bool errors = false;
@@ -130,7 +151,9 @@ int run_sender(const Config& given) {
     errors = true;
   }
   for (const auto& r : results) errors |= !r.error.empty();
-  return errors || stop_flag().load() ? 1 : 0;
+  // A run that did not finish is exit 1 whatever its verdict says; a whole run that missed --min-ndr is 3.
+  if (errors || stop_flag().load()) return 1;
+  return verdict && !verdict->passed ? 3 : 0;
 }
 
 volatile sig_atomic_t g_parent_signal = 0;

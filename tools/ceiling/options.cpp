@@ -89,7 +89,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
   std::string remote, listen, trial = "2s", resolution = "1%", pdr = "0.5%", max_rate, min_rate = "10", rate_layer = "l1";
   std::string burst = "auto", tests = "throughput,back-to-back", b2b_max = "65536", b2b_repeats = "5", b2b_gap = "100ms";
   std::string drain = "1s", max_trials = "20", rx_rcvbuf, rate_trials = "1", exceed_ratio = "0";
-  std::string serve_idle = "10s", serve_session = "600s", max_threads = "4", max_rcvbuf = "64M",
+  std::string min_ndr, serve_idle = "10s", serve_session = "600s", max_threads = "4", max_rcvbuf = "64M",
               ports = "9000-9099", max_trial = "60s";
   std::vector<std::string> frame_sizes_in, sizes_in;
   bool serve_stdio = false, lab_child = false;
@@ -162,6 +162,9 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--csv-trials", cfg.csv_trials_path, "CSV: one row per trial");
   app.add_option("--svg", cfg.svg_path, "SVG plot: loss vs offered rate, one panel per size");
   app.add_flag("-q,--quiet", cfg.quiet, "no live progress line");
+  app.add_option("--min-ndr", min_ndr,
+                 "verdict: every size's NDR must reach this rate (pps, or bit/s: see --rate-layer), else print "
+                 "'verdict: FAILED' and exit 3");
   // The agent's limits: what one client may hold on the receiver, and for how long.
   const char* agent = "Receiver agent (--serve) limits";
   app.add_option("--serve-idle", serve_idle, "drop a client that sends no request for this long between trials")
@@ -305,6 +308,17 @@ int parse_options(int argc, char** argv, Config& cfg) {
       else throw cli::UsageError("--tests: '" + t + "' is not one of throughput, back-to-back");
     }
     if (!cfg.throughput && !cfg.back_to_back) throw cli::UsageError("--tests: name at least one test");
+    if (!min_ndr.empty()) {
+      if (cfg.mode == Mode::serve || cfg.mode == Mode::serve_stdio)
+        throw cli::UsageError("--min-ndr judges a search: give it to the sender (the local lab or --remote)");
+      if (!cfg.throughput) throw cli::UsageError("--min-ndr judges the NDR: it needs --tests throughput");
+      MinNdr m;
+      m.rate = convert("--min-ndr", [&] { return units::parse_rate(min_ndr); });
+      if (!(m.rate.value > 0)) throw cli::UsageError("--min-ndr " + min_ndr + ": give a rate above 0");
+      m.text = min_ndr;
+      m.layer = rate_layer;
+      cfg.min_ndr = m;
+    }
     cfg.b2b_max = static_cast<uint32_t>(in_range<uint64_t>("--b2b-max", convert("--b2b-max", [&] { return units::parse_count(b2b_max); }), 2, 10'000'000));
     cfg.b2b_repeats = static_cast<uint32_t>(in_range<uint64_t>("--b2b-repeats", convert("--b2b-repeats", [&] { return units::parse_count(b2b_repeats); }), 1, 1000));
     cfg.b2b_gap_ns = in_range<uint64_t>("--b2b-gap", convert("--b2b-gap", [&] { return units::parse_duration_ns(b2b_gap, kNsPerMs); }), kNsPerMs, 60 * kNsPerSec);

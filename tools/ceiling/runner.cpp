@@ -67,6 +67,17 @@ std::optional<uint32_t> judged(const std::vector<uint32_t>& ids, const std::vect
 
 }  // namespace
 
+NdrFinding ndr_finding(const SizeResult& r) {
+  NdrFinding f;
+  f.payload = r.plan.payload;
+  f.frame = r.frame;
+  if (r.ndr.found()) f.ndr_pps = r.ndr.pps;
+  f.state = !r.error.empty()    ? "error: " + r.error
+            : !r.ran_throughput ? std::string("not measured")
+                                : std::string(state_name(r.ndr.state));
+  return f;
+}
+
 nlohmann::json rate_json(double pps, const net::FrameSizes& f, const report::LinkInfo& link) {
   const report::Rates r = report::rates_for(static_cast<uint64_t>(std::llround(pps * 1e6)), f, 1e6);
   const auto pct = report::line_rate_percent(r, link.speed_mbps);
@@ -358,6 +369,7 @@ std::vector<SizeResult> Runner::run() {
       j["ndr"] = rate_result(r.ndr, 0);
       j["pdr"] = rate_result(r.pdr, cfg_.pdr_threshold);
     }
+    if (cfg_.min_ndr) j["verdict"] = judge_size(ndr_finding(r), *cfg_.min_ndr).json();
     if (r.b2b.ran)
       j["back_to_back"] = {{"longest_burst", r.b2b.longest}, {"at_max", r.b2b.at_max}, {"max", cfg_.b2b_max},
                            {"repeats", cfg_.b2b_repeats}, {"gap_ns", cfg_.b2b_gap_ns}, {"trials", r.b2b.trials},

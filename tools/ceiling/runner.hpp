@@ -13,6 +13,7 @@
 #include "report/json_lines.hpp"
 #include "report/link.hpp"
 #include "trial.hpp"
+#include "verdict.hpp"
 
 namespace rateline::ceiling {
 
@@ -93,6 +94,9 @@ class Runner {
   const BurstSearch* live_burst_ = nullptr;
   std::string last_result_;
 };
+
+// What the --min-ndr verdict needs of one size's result.
+NdrFinding ndr_finding(const SizeResult& r);
 
 // Rates of `pps` packets/s of `f` frames, for tables and JSON.
 nlohmann::json rate_json(double pps, const net::FrameSizes& f, const report::LinkInfo& link);
