@@ -1,5 +1,6 @@
 // pktgen: setup, workers, live progress and the final report. The per-packet
 // loop is engine::run_tx (src/engine/tx_loop.hpp); nothing here runs per packet.
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <cinttypes>
@@ -153,6 +154,17 @@ RawPath resolve_dpdk_path(const pktgen::Config& cfg, const drivers::SocketAddres
 }
 #endif
 
+// Exit codes (README "Exit codes").
+constexpr int kExitVerdict = 3;  // the OS refused packets (sender errors)
+
+// Non-zero and unpredictable: two runs from one address and port differ.
+uint16_t draw_sender_id() {
+  uint16_t id = 0;
+  while (id == 0)
+    if (getrandom(&id, sizeof id, 0) != static_cast<ssize_t>(sizeof id)) id = static_cast<uint16_t>(now_ns() ^ getpid());
+  return id;
+}
+
 template <class Q>
 void run_worker(Worker& w, Q& q) {
   w.result = engine::run_tx(q, w.plan, *w.snapshots, stop_flag());
@@ -206,6 +218,10 @@ int main(int argc, char** argv) {
       // Each worker carries its share of the rate.
       pace = pace::PacePlan::for_rate(cfg.burst, asked_pps / cfg.threads);
     }
+
+    // This run's sender id: the receiver tells runs from one address apart by it
+    // (a restarted pktgen is a new sender, not a storm of duplicates).
+    const uint16_t sender_id = draw_sender_id();
 
     // Flows: one per source port, dealt round-robin to workers; stream id = flow index.
     std::vector<uint16_t> ports;
@@ -264,8 +280,8 @@ int main(int argc, char** argv) {
       plan.quota = cfg.count ? cfg.count / cfg.threads + (i < cfg.count % cfg.threads ? 1 : 0) : 0;
       plan.duration_ns = cfg.duration_ns;
       plan.pace = pace;
-      plan.payload = wire::PayloadPlan::make(cfg.size);
-      plan.end_payload = wire::end_marker_plan(cfg.size);
+      plan.payload = wire::PayloadPlan::make(cfg.size, wire::kHeaderBytes / 8, sender_id);
+      plan.end_payload = wire::end_marker_plan(cfg.size, sender_id);
       plan.end_body.delay_ns = cfg.delay_ns;
       plan.end_body.count = cfg.count;
       plan.end_body.burst = cfg.burst;
@@ -281,8 +297,8 @@ int main(int argc, char** argv) {
     }
 
     const std::string settings = report::settings_text(cfg.burst, cfg.delay_ns, cfg.count, cfg.size);
-    std::printf("pktgen: %s -> %s, %u B payload (%u B L2 frame), backend %s\n", settings.c_str(),
-                dst.text().c_str(), cfg.size, sizes.l2, choice.note.c_str());
+    std::printf("pktgen: %s -> %s, %u B payload (%u B L2 frame), backend %s; sender id %u\n", settings.c_str(),
+                dst.text().c_str(), cfg.size, sizes.l2, choice.note.c_str(), sender_id);
     std::printf("pktgen: link %s; placement: %s\n", link.text().c_str(), placement.text.c_str());
 #if RATELINE_HAVE_DPDK
     if (dpdk) std::printf("pktgen: %s\npktgen: %s\n", dpdk->summary().c_str(), dpdk->eal_note().c_str());
@@ -308,7 +324,7 @@ int main(int argc, char** argv) {
     json.write({{"type", "start"}, {"tool", "pktgen"}, {"settings", settings}, {"dst", dst.text()},
                 {"backend", drivers::backend_name(choice.backend)}, {"backend_note", choice.note},
                 {"burst", cfg.burst}, {"delay_ns", cfg.delay_ns}, {"count", cfg.count}, {"size", cfg.size},
-                {"threads", cfg.threads}, {"streams", stream_count}, {"placement", placement.text}, {"stamps", stamps},
+                {"threads", cfg.threads}, {"streams", stream_count}, {"sender_id", sender_id}, {"placement", placement.text}, {"stamps", stamps},
                 {"rate_pps_asked", cfg.rate ? nlohmann::json(asked_pps) : nlohmann::json(nullptr)}});
 
     if (placement.main_cpu >= 0) topo::pin_current_thread(placement.main_cpu);
@@ -447,7 +463,7 @@ int main(int argc, char** argv) {
                 {"link", link.device}, {"link_speed_mbps", link.speed_mbps ? nlohmann::json(*link.speed_mbps) : nlohmann::json(nullptr)},
                 {"link_nominal", link.nominal}, {"rate_pps_asked", cfg.rate ? nlohmann::json(asked_pps) : nlohmann::json(nullptr)},
                 {"interrupted", interrupted}, {"stalled", stalled}, {"stamp_clock_breaks", stamp_clock_breaks},
-                {"errors", errors}, {"streams", streams}};
+                {"errors", errors}, {"streams", streams}, {"sender_id", sender_id}};
 #if RATELINE_HAVE_DPDK
     if (dpdk) {
       const drivers::DpdkCounters dc = dpdk->counters();
@@ -462,7 +478,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (!errors.empty() && total.packets == 0) return 1;
-    return stalled ? 1 : 0;
+    if (stalled) return 1;
+    // Packets the OS refused were counted as sent attempts: a CI job must not read that as a clean run.
+    return total.failed ? kExitVerdict : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "pktgen: %s\n", e.what());
     return 1;

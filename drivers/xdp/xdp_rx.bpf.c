@@ -226,7 +226,7 @@ int rateline_count(struct xdp_md *ctx) {
   if (plen < RL_HEADER_BYTES || plen > RL_MAX_PAYLOAD || (void *)(pl + RL_HEADER_BYTES) > end) goto malformed;
   const __u8 kind = pl[RL_OFF_KIND];
   if (pl[RL_OFF_VERSION] != RL_VERSION || (kind != RL_KIND_DATA && kind != RL_KIND_END)) goto malformed;
-  if (be32_at(pl + RL_OFF_LEN) != plen) goto malformed;
+  if (be16_at(pl + RL_OFF_LEN) != plen) goto malformed;
   if (kind == RL_KIND_END && plen < RL_END_MIN_BYTES) goto malformed;
   // ---- payload checksum over every byte (wire::payload_checksum) ----
   // The header fields are read after it: fewer values live across the call.

@@ -42,7 +42,8 @@ typedef __u64 rl_u64;
 #define RL_OFF_STREAM 6
 #define RL_OFF_SEQ 8
 #define RL_OFF_TX_NS 16
-#define RL_OFF_LEN 24
+#define RL_OFF_SENDER 24
+#define RL_OFF_LEN 26 /* 2 bytes */
 #define RL_OFF_CSUM 28
 #define RL_HEADER_BYTES 32
 #define RL_FIRST_PATTERN_WORD 4 /* = RL_HEADER_BYTES / 8 */

@@ -94,7 +94,7 @@ rl_tx_stream stream_constants(const uint8_t* frame, uint32_t headers_len, bool i
   udp_hdr[6] = udp_hdr[7] = 0;
   ones = net::ones_sum(udp_hdr, 8, ones);
   ones = net::ones_sum(p, 8, ones);                       // word 0: magic, version, kind, stream
-  ones = net::ones_sum(p + wire::kHeaderBytes - 8, 4, ones);  // bytes 24..27: the length
+  ones = net::ones_sum(p + wire::kHeaderBytes - 8, 4, ones);  // bytes 24..27: sender id and length
   rl_tx_stream s{};
   const uint64_t w0 = wire::detail::load_le64(p);
   const uint64_t w3 = wire::detail::load_le64(p + 24) & 0xffffffffull;

@@ -9,7 +9,10 @@
 //   6    2     stream id
 //   8    8     sequence (per stream, from 0)      -- end marker: total data packets sent on the stream
 //   16   8     tx timestamp, ns, CLOCK_MONOTONIC
-//   24   4     payload length (whole UDP payload)
+//   24   2     sender id: drawn at random by each pktgen run (never 0), so that
+//               a receiver tells runs from one address and port apart; 0 from
+//               encoders that predate it (the field was the length's high half)
+//   26   2     payload length (whole UDP payload; UDP caps it below 65536)
 //   28   4     payload checksum (see below)
 //   32   ...   data: pattern words derived from (stream, seq); end marker: EndMarkerBody then pattern
 //
@@ -129,15 +132,17 @@ inline uint32_t payload_checksum(const uint8_t* p, uint32_t len) {
 // Per-length constants for the sender's closed-form checksum. Built once per run.
 struct PayloadPlan {
   uint32_t len = 0;          // whole UDP payload
+  uint16_t sender = 0;       // the run's sender id (header bytes 24..25)
   uint32_t first_word = 4;   // first pattern word index (5 + ... for end markers it is 8)
   uint32_t full_words = 0;   // index one past the last full pattern word
   uint32_t tail_bytes = 0;   // bytes in the trailing partial word
   uint64_t sum_odd = 0;      // A = sum_{i=first}^{full-1} (2i+1)
   uint64_t sum_i_odd = 0;    // B = sum_{i=first}^{full-1} i(2i+1)
 
-  static PayloadPlan make(uint32_t payload_len, uint32_t first_pattern_word = kHeaderBytes / 8) {
+  static PayloadPlan make(uint32_t payload_len, uint32_t first_pattern_word = kHeaderBytes / 8, uint16_t sender = 0) {
     PayloadPlan pl;
     pl.len = payload_len;
+    pl.sender = sender;
     pl.first_word = first_pattern_word;
     pl.full_words = payload_len / 8;
     pl.tail_bytes = payload_len % 8;
@@ -151,6 +156,7 @@ struct PayloadPlan {
 
 struct HeaderFields {
   Kind kind = Kind::data;
+  uint16_t sender = 0;
   uint16_t stream = 0;
   uint64_t seq = 0;
   uint64_t tx_ns = 0;
@@ -163,7 +169,8 @@ inline void write_header(uint8_t* p, const HeaderFields& h, uint32_t payload_len
   detail::store_be(p + 6, h.stream, 2);
   detail::store_be(p + 8, h.seq, 8);
   detail::store_be(p + 16, h.tx_ns, 8);
-  detail::store_be(p + 24, payload_len, 4);
+  detail::store_be(p + 24, h.sender, 2);
+  detail::store_be(p + 26, payload_len, 2);
   std::memset(p + 28, 0, 4);
 }
 
@@ -237,7 +244,8 @@ inline PayloadSums fill_data_payload(uint8_t* p, const PayloadPlan& pl, uint16_t
                       uint64_t{static_cast<uint8_t>(stream)} << 56;
   const uint64_t w1 = __builtin_bswap64(seq);
   const uint64_t w2 = __builtin_bswap64(tx_ns);
-  const uint64_t w3_len = __builtin_bswap32(pl.len);  // bytes 24..27; 28..31 (checksum) zero for now
+  // Bytes 24..27: sender id and length; 28..31 (checksum) zero for now.
+  const uint64_t w3_len = __builtin_bswap32(uint32_t{pl.sender} << 16 | (pl.len & 0xffff));
   // A header-only payload (32 B) has no pattern: no seed to mix.
   PayloadSums sums;
   if (pl.full_words > pl.first_word || pl.tail_bytes) sums = write_pattern(p, pl, pattern_seed(stream, seq));
@@ -263,7 +271,7 @@ struct EndMarkerBody {
 
 inline void fill_end_marker(uint8_t* p, const PayloadPlan& pl, uint16_t stream, const EndMarkerBody& b,
                             uint64_t tx_ns) {
-  write_header(p, HeaderFields{Kind::end, stream, b.total_sent, tx_ns}, pl.len);
+  write_header(p, HeaderFields{Kind::end, pl.sender, stream, b.total_sent, tx_ns}, pl.len);
   uint8_t* q = p + kHeaderBytes;
   detail::store_be(q, b.total_sent, 8);
   detail::store_be(q + 8, b.delay_ns, 8);
@@ -276,9 +284,9 @@ inline void fill_end_marker(uint8_t* p, const PayloadPlan& pl, uint16_t stream, 
   store_checksum(p, detail::fold32(acc));
 }
 
-inline PayloadPlan end_marker_plan(uint32_t data_payload_len) {
+inline PayloadPlan end_marker_plan(uint32_t data_payload_len, uint16_t sender = 0) {
   const uint32_t len = data_payload_len > kEndMarkerMinPayloadBytes ? data_payload_len : kEndMarkerMinPayloadBytes;
-  return PayloadPlan::make(len, kEndMarkerMinPayloadBytes / 8);
+  return PayloadPlan::make(len, kEndMarkerMinPayloadBytes / 8, sender);
 }
 
 // ---- receiver side ----
@@ -293,6 +301,7 @@ enum class Verdict : uint8_t {
 
 struct Decoded {
   Verdict verdict = Verdict::foreign;
+  uint16_t sender = 0;
   uint16_t stream = 0;
   uint64_t seq = 0;
   uint64_t tx_ns = 0;
@@ -306,8 +315,9 @@ inline Decoded decode(const uint8_t* p, uint32_t len) {
   if (len < kHeaderBytes || p[4] != kVersion) return d;
   const uint8_t kind = p[5];
   if (kind != static_cast<uint8_t>(Kind::data) && kind != static_cast<uint8_t>(Kind::end)) return d;
-  if (detail::load_be(p + 24, 4) != len) return d;
+  if (len > 0xffff || detail::load_be(p + 26, 2) != len) return d;
   if (kind == static_cast<uint8_t>(Kind::end) && len < kEndMarkerMinPayloadBytes) return d;
+  d.sender = static_cast<uint16_t>(detail::load_be(p + 24, 2));
   d.stream = static_cast<uint16_t>(detail::load_be(p + 6, 2));
   d.seq = detail::load_be(p + 8, 8);
   d.tx_ns = detail::load_be(p + 16, 8);

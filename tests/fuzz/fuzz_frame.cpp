@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (d.verdict != wire::Verdict::foreign) REQUIRE(size >= 4);
   if (d.verdict == wire::Verdict::data || d.verdict == wire::Verdict::end || d.verdict == wire::Verdict::corrupt) {
     REQUIRE(size >= wire::kHeaderBytes);
-    REQUIRE(wire::detail::load_be(data + 24, 4) == size);
+    REQUIRE(wire::detail::load_be(data + 26, 2) == size);
   }
   return 0;
 }

@@ -27,8 +27,9 @@ def payload_checksum(p):
     return (acc ^ (acc >> 32)) & 0xFFFFFFFF
 
 
-def payload(kind, stream, seq, size, body=b""):
-    head = struct.pack(">IBBHQQII", MAGIC, 1, kind, stream, seq, 0, size, 0)
+def payload(kind, stream, seq, size, body=b"", sender=0, tx_ns=0):
+    """Header: magic, version, kind, stream, seq, tx stamp, sender id, length, checksum."""
+    head = struct.pack(">IBBHQQHHI", MAGIC, 1, kind, stream, seq, tx_ns, sender, size, 0)
     filler = bytes((seq * 7 + i) & 0xFF for i in range(size - len(head) - len(body)))
     p = bytearray(head + body + filler)
     p[28:32] = struct.pack(">I", payload_checksum(bytes(p)))

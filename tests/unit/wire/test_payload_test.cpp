@@ -161,8 +161,8 @@ TEST(DataPayload, ExtremeFieldValuesRoundTrip) {
 Verdict expected_after_flip(size_t at) {
   if (at < 4) return Verdict::foreign;                       // magic
   if (at == 4 || at == 5) return Verdict::malformed;         // version, kind
-  if (at >= 24 && at < 28) return Verdict::malformed;        // length field
-  return Verdict::corrupt;                                   // stream/seq/tx/checksum/data
+  if (at >= 26 && at < 28) return Verdict::malformed;        // length field
+  return Verdict::corrupt;                                   // stream/seq/tx/sender/checksum/data
 }
 
 TEST(DataPayload, EverySingleBitFlipInSmallPayloadsIsDetected) {

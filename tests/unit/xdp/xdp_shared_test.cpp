@@ -42,14 +42,15 @@ TEST(XdpShared, LatencyIndexMatchesHistogram) {
 
 TEST(XdpShared, WireConstantsMatch) {
   uint8_t p[64];
-  wire::fill_data_payload(p, wire::PayloadPlan::make(64), 0x0102, 0x1122334455667788ull, 0x99aabbccddeeff00ull);
+  wire::fill_data_payload(p, wire::PayloadPlan::make(64, wire::kHeaderBytes / 8, 0xbeef), 0x0102, 0x1122334455667788ull, 0x99aabbccddeeff00ull);
   EXPECT_EQ(wire::detail::load_be(p + RL_OFF_MAGIC, 4), RL_MAGIC);
   EXPECT_EQ(p[RL_OFF_VERSION], RL_VERSION);
   EXPECT_EQ(p[RL_OFF_KIND], RL_KIND_DATA);
   EXPECT_EQ(wire::detail::load_be(p + RL_OFF_STREAM, 2), 0x0102u);
   EXPECT_EQ(wire::detail::load_be(p + RL_OFF_SEQ, 8), 0x1122334455667788ull);
   EXPECT_EQ(wire::detail::load_be(p + RL_OFF_TX_NS, 8), 0x99aabbccddeeff00ull);
-  EXPECT_EQ(wire::detail::load_be(p + RL_OFF_LEN, 4), 64u);
+  EXPECT_EQ(wire::detail::load_be(p + RL_OFF_SENDER, 2), 0xbeefu);
+  EXPECT_EQ(wire::detail::load_be(p + RL_OFF_LEN, 2), 64u);
   EXPECT_EQ(wire::detail::load_be(p + RL_OFF_CSUM, 4), wire::payload_checksum(p, 64));
   EXPECT_EQ(RL_WINDOW_BITS, stats::SequenceTracker::kWindow);
   EXPECT_EQ(RL_LAT_BUCKETS, stats::LatencyHistogram::kBuckets);
