@@ -8,6 +8,13 @@
 //
 // Lost so far = next_ - unique. When the stream's end marker says how many
 // were sent, lost = total_sent - unique exactly, which includes the tail.
+//
+// A jump of more than a window ahead is believed only once a second arrival
+// confirms it (within a window of it): a lone datagram with a far sequence,
+// forged or not, is counted `implausible` and changes nothing else. Without
+// this one packet with sequence 2^63 would make every later real packet
+// stale and report 2^63 lost. A real outage longer than a window costs
+// nothing: the packet after it confirms the jump.
 #pragma once
 
 #include <array>
@@ -23,6 +30,7 @@ struct SequenceCounts {
   uint64_t stale = 0;       // arrivals older than the window: not counted as received
   uint64_t beyond_end = 0;  // sequences >= total_sent announced by the end marker
   uint64_t highest_next = 0;  // one past the highest sequence seen
+  uint64_t implausible = 0;   // lone jumps beyond the window, never confirmed: not received
 };
 
 class SequenceTracker {
@@ -36,12 +44,28 @@ class SequenceTracker {
     if (seq >= c_.highest_next) [[likely]] {
       if (seq == ~0ull) [[unlikely]] {
         // highest_next would wrap to 0, below unique. No sender ever
-        // reaches 2^64 - 1; only a forged header does: count it as stale.
+        // reaches 2^64 - 1; only a forged header does.
         --c_.received;
-        ++c_.stale;
+        ++c_.implausible;
         return;
       }
+      if (has_pending_ && confirms_pending(seq)) [[unlikely]] {
+        take_pending();
+        if (seq < c_.highest_next) {  // now inside the moved window: the usual path below
+          --c_.received;
+          record(seq);
+          return;
+        }
+      }
       const uint64_t advance = seq - c_.highest_next + 1;
+      if (advance > kWindow) [[unlikely]] {
+        // Held until an arrival near it confirms it; a held one it replaces never was.
+        --c_.received;
+        c_.implausible += has_pending_ ? 1 : 0;
+        pending_ = seq;
+        has_pending_ = true;
+        return;
+      }
       if (advance >= kWindow) {
         bits_.fill(0);
       } else if (advance > 1) {
@@ -66,7 +90,12 @@ class SequenceTracker {
     ++c_.reordered;
   }
 
-  const SequenceCounts& counts() const { return c_; }
+  // A jump still unconfirmed at the time of asking counts as implausible.
+  SequenceCounts counts() const {
+    SequenceCounts c = c_;
+    c.implausible += has_pending_ ? 1 : 0;
+    return c;
+  }
 
   // Takes counts kept by the same algorithm elsewhere (the XDP backend's
   // in-kernel tracker, drivers/xdp): after a run only the counts are read,
@@ -82,6 +111,20 @@ class SequenceTracker {
   }
 
  private:
+  bool confirms_pending(uint64_t seq) const {
+    if (!has_pending_) return false;
+    const uint64_t d = seq > pending_ ? seq - pending_ : pending_ - seq;
+    return d != 0 && d <= kWindow;
+  }
+  // The held jump is confirmed: it moves the window.
+  void take_pending() {
+    has_pending_ = false;
+    bits_.fill(0);
+    c_.highest_next = pending_ + 1;
+    set(pending_);
+    ++c_.unique;
+    ++c_.received;
+  }
   void set(uint64_t seq) {
     const uint64_t slot = seq & (kWindow - 1);
     bits_[slot >> 6] |= 1ull << (slot & 63);
@@ -104,6 +147,8 @@ class SequenceTracker {
   }
 
   SequenceCounts c_;
+  uint64_t pending_ = 0;  // a far jump waiting for a second arrival near it
+  bool has_pending_ = false;
   std::array<uint64_t, kWindow / 64> bits_{};
 };
 

@@ -142,10 +142,11 @@ TEST(SequenceTracker, ArrivalOlderThanWindowIsStale) {
 TEST(SequenceTracker, StaleNeverHidesLoss) {
   auto t = fresh();
   t->record(0);
-  t->record(2 * W);  // 2W - 1 lost so far
+  t->record(2 * W);
+  t->record(2 * W + 1);  // a second arrival confirms the jump: 2W - 1 lost so far
   for (uint64_t s = 1; s < W; ++s) t->record(s);  // all older than the window
   EXPECT_EQ(t->counts().stale, W - 1);
-  EXPECT_EQ(t->counts().unique, 2u);
+  EXPECT_EQ(t->counts().unique, 3u);
   EXPECT_EQ(t->lost_so_far(), 2 * W - 1);
 }
 
@@ -154,13 +155,18 @@ TEST(SequenceTracker, JumpBeyondWindowThenLateArrivalsInsideIt) {
   for (uint64_t s = 0; s < 1000; ++s) t->record(s);
   const uint64_t jump = 1000 + W + 500;  // advance > kWindow: the whole window is reset
   t->record(jump);
-  EXPECT_EQ(t->counts().highest_next, jump + 1);
-  EXPECT_EQ(t->lost_so_far(), jump - 1000);
+  // Held until a second arrival near it confirms it (the first of the loop below does).
+  EXPECT_EQ(t->counts().highest_next, 1000u);
+  EXPECT_EQ(t->counts().implausible, 1u);
   const uint64_t lo = jump + 1 - W;  // oldest sequence still inside the window
   // W..W+999 share their slots with 0..999, whose bits were set before the
   // jump: inside the new window they were never seen, so they are reordered.
   ASSERT_GE(W, lo);
-  for (uint64_t s = W; s < W + 1000; ++s) t->record(s);
+  t->record(W);
+  EXPECT_EQ(t->counts().highest_next, jump + 1);
+  EXPECT_EQ(t->counts().implausible, 0u);
+  EXPECT_EQ(t->lost_so_far(), jump - 1000 - 1);
+  for (uint64_t s = W + 1; s < W + 1000; ++s) t->record(s);
   EXPECT_EQ(t->counts().reordered, 1000u);
   EXPECT_EQ(t->counts().duplicates, 0u);
   t->record(W + 5);
@@ -272,12 +278,12 @@ TEST(SequenceTracker, ManyGapsInOneRunAreClearedIndependently) {
   EXPECT_EQ(t->counts().unique, next);
 }
 
-TEST(SequenceTracker, MaximumSequenceIsStaleNotWrapped) {
+TEST(SequenceTracker, MaximumSequenceIsImplausibleNotWrapped) {
   // seq 2^64 - 1 would wrap highest_next to 0: only a forged header carries it.
   auto t = fresh();
   for (uint64_t s = 0; s < 10; ++s) t->record(s);
   t->record(~uint64_t{0});
-  EXPECT_EQ(t->counts().stale, 1u);
+  EXPECT_EQ(t->counts().implausible, 1u);
   EXPECT_EQ(t->counts().received, 10u);
   EXPECT_EQ(t->counts().unique, 10u);
   EXPECT_EQ(t->counts().highest_next, 10u);
@@ -286,12 +292,32 @@ TEST(SequenceTracker, MaximumSequenceIsStaleNotWrapped) {
   EXPECT_EQ(t->counts().unique, 11u);
 }
 
-// Reference model with unlimited memory and the documented window rule.
+// Reference model with unlimited memory and the documented rules: the
+// window, and a jump of more than a window held until an arrival within a
+// window of it confirms it.
 struct Model {
   std::unordered_set<uint64_t> seen;
-  uint64_t next = 0, unique = 0, dup = 0, reo = 0, stale = 0, received = 0;
+  uint64_t next = 0, unique = 0, dup = 0, reo = 0, stale = 0, received = 0, implausible = 0;
+  uint64_t pending = 0;
+  bool has_pending = false;
   void record(uint64_t s) {
+    if (s >= next && has_pending) {
+      const uint64_t d = s > pending ? s - pending : pending - s;
+      if (d != 0 && d <= W) {
+        has_pending = false;
+        next = pending + 1;
+        seen.insert(pending);
+        ++unique;
+        ++received;
+      }
+    }
     if (s >= next) {
+      if (s - next + 1 > W) {
+        implausible += has_pending ? 1 : 0;
+        pending = s;
+        has_pending = true;
+        return;
+      }
       next = s + 1;
       seen.insert(s);
       ++unique;
@@ -346,7 +372,39 @@ TEST(SequenceTracker, MatchesReferenceModelOnRandomTraffic) {
     ASSERT_EQ(c.reordered, m.reo) << "run " << run;
     ASSERT_EQ(c.stale, m.stale) << "run " << run;
     ASSERT_EQ(c.received, m.received) << "run " << run;
+    ASSERT_EQ(c.implausible, m.implausible + (m.has_pending ? 1 : 0)) << "run " << run;
   }
 }
 
 }  // namespace
+
+// Nothing one datagram says moves the window: a lone far sequence (forged,
+// or the last packet after an outage) is implausible, not a reason to call
+// later real packets stale or thousands lost.
+TEST(SequenceTracker, LoneFarJumpIsImplausibleAndChangesNothing) {
+  auto t = fresh();
+  for (uint64_t s = 0; s < 100; ++s) t->record(s);
+  t->record(~0ull - 1);
+  t->record(1'000'000'000'000ull);  // another lone one: the first was never confirmed
+  for (uint64_t s = 100; s < 200; ++s) t->record(s);
+  EXPECT_EQ(t->counts().unique, 200u);
+  EXPECT_EQ(t->counts().received, 200u);
+  EXPECT_EQ(t->counts().stale, 0u);
+  EXPECT_EQ(t->counts().implausible, 2u);
+  EXPECT_EQ(t->lost_so_far(), 0u);
+  t->record(~0ull);
+  EXPECT_EQ(t->counts().implausible, 3u);
+  EXPECT_EQ(t->counts().highest_next, 200u);
+}
+
+TEST(SequenceTracker, OutageLongerThanTheWindowIsConfirmedByTheNextPacket) {
+  auto t = fresh();
+  for (uint64_t s = 0; s < 10; ++s) t->record(s);
+  const uint64_t back = 10 + 5 * W;
+  t->record(back + 1);  // arrives first: reordered across the outage
+  t->record(back);
+  for (uint64_t s = back + 2; s < back + 100; ++s) t->record(s);
+  EXPECT_EQ(t->counts().implausible, 0u);
+  EXPECT_EQ(t->counts().unique, 10u + 100);
+  EXPECT_EQ(t->lost_so_far(), 5 * W);
+}
