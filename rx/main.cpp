@@ -19,6 +19,7 @@
 #include "report/link.hpp"
 #include "report/rates.hpp"
 #include "report/rx_summary.hpp"
+#include "run_end.hpp"
 #include "rx_config.hpp"
 #include "socket/port_guard.hpp"
 #include "topo/topology.hpp"
@@ -35,6 +36,7 @@ struct Worker {
   engine::RxPlan plan;
   drivers::RxQueueConfig queue_cfg;
   std::unique_ptr<stats::RxSnapshotRing> snapshots = std::make_unique<stats::RxSnapshotRing>(16);
+  std::unique_ptr<engine::StreamEventRing> events = std::make_unique<engine::StreamEventRing>(4096);
   stats::Snapshot<stats::RxCounters> latest{};
   engine::RxResult result;
   drivers::RxSocketInfo socket;
@@ -53,6 +55,10 @@ struct Worker {
 // Workers stop on this, not on the signal flag directly: the main thread
 // decides when the run is over (signal, end markers, count, idle).
 std::atomic<bool> g_workers_stop{false};
+
+// How long nothing must arrive before end markers may end the run: pktgen
+// sends its copies milliseconds apart, and a stream still arriving is not over.
+constexpr uint64_t kEndQuietNs = 200'000'000;
 
 template <class Q>
 void run_worker(Worker& w, Q& q) {
@@ -153,6 +159,7 @@ int main(int argc, char** argv) {
 #endif
       w->plan.batch = cfg.batch;
       w->plan.max_streams = cfg.max_streams;
+      w->plan.events = w->events.get();
       w->plan.udp_port = cfg.port;
       w->plan.test_slow_ns = uint64_t{cfg.test_slow_us} * 1000;
 #if RATELINE_HAVE_XDP
@@ -213,6 +220,9 @@ int main(int argc, char** argv) {
     std::printf("rx: listening on %s%s, backend %s, %u worker(s); placement: %s\n", bind.text().c_str(),
                 drivers::is_raw(choice.backend) ? (" (tapping " + iface.name + ")").c_str() : "",
                 choice.note.c_str(), cfg.threads, placement.text.c_str());
+    std::printf("rx: stream state: at most %u sender x stream pairs per worker, %" PRIu64
+                " MiB for all workers at most, taken as streams appear\n",
+                cfg.max_streams, (cfg.stream_state_bytes + (1 << 20) - 1) >> 20);
 #if RATELINE_HAVE_XDP
     if (xdp_rx && cfg.layers)
       std::printf("rx: layers: XDP program (%s) on %s counts our frames and passes them on; the sockets count them again\n",
@@ -255,11 +265,14 @@ int main(int argc, char** argv) {
     uint64_t last_print_ns = t0, last_data = 0;
     uint64_t layers_app_data = ~0ull, layers_quiet_since = 0;  // --layers: when the sockets last took a packet
     std::string end_reason = "signal";
+    rx::RunEnd run_end;
     for (;;) {
       timespec ts{0, 50'000'000};
       nanosleep(&ts, nullptr);
-      for (auto& w : workers)
+      for (auto& w : workers) {
         while (auto s = w->snapshots->try_pop()) w->latest = *s;
+        while (auto e = w->events->try_pop()) run_end.add(*e);
+      }
       stats::RxCounters sum;
       bool any_done = false;
       for (auto& w : workers) {
@@ -273,6 +286,7 @@ int main(int argc, char** argv) {
         sum.backend_drops += c.backend_drops;
         sum.last_ns = std::max(sum.last_ns, c.last_ns);
         sum.end_markers += c.end_markers;
+        sum.events_lost += c.events_lost;
         any_done |= w->done.load(std::memory_order_acquire);
       }
       const uint64_t now = now_ns();
@@ -294,7 +308,16 @@ int main(int argc, char** argv) {
         }
       }
 #endif
-      if (sum.stream_count && sum.streams_ended >= sum.stream_count && sum.streams_ended >= sum.streams_seen) {
+      // End markers are evidence: they end the run once every sender's
+      // streams have believed ones and nothing has arrived for a moment.
+      // (The in-kernel counter and an overflowed event ring leave only the
+      // totals to go by.)
+      const bool quiet = sum.last_ns == 0 || (now > sum.last_ns && now - sum.last_ns >= kEndQuietNs);
+      const bool by_totals = worker_backend == drivers::Backend::xdp || sum.events_lost;
+      const bool markers_done =
+          by_totals ? sum.stream_count && sum.streams_ended >= sum.stream_count && sum.streams_ended >= sum.streams_seen
+                    : run_end.all_ended(cfg.expect_senders);
+      if (markers_done && quiet) {
         end_reason = "end markers";
         break;
       }
@@ -358,9 +381,25 @@ int main(int argc, char** argv) {
     const report::RxSummary driver_summary = report::summarize({driver_layer}, cfg.expect);
     if (xdp_rx && cfg.layers) std::printf("%s", drivers::layers_table(driver_summary, summary, iface.name).c_str());
 #endif
+    // The verdict a CI job reads from the exit code.
+    const uint64_t loss_base = summary.all_ended ? summary.sent_by_markers : report::sat_add(summary.unique, summary.lost);
+    const double loss_pct = loss_base ? 100.0 * static_cast<double>(summary.lost) / static_cast<double>(loss_base) : 0.0;
+    std::string verdict_failed;
+    if ((cfg.expect || cfg.expect_senders) && summary.unique == 0)
+      verdict_failed = "nothing arrived (" + std::string(cfg.expect ? "--count" : "--expect-senders") + " was given)";
+    else if (cfg.expect_senders && summary.senders.size() < cfg.expect_senders)
+      verdict_failed = std::to_string(summary.senders.size()) + " sender(s) heard, --expect-senders " +
+                       std::to_string(cfg.expect_senders);
+    else if (cfg.max_loss_pct >= 0 && loss_pct > cfg.max_loss_pct)
+      verdict_failed = "loss " + std::to_string(loss_pct) + "% exceeds --max-loss " + std::to_string(cfg.max_loss_pct) + "%";
+    if (!verdict_failed.empty()) std::printf("verdict: FAILED: %s\n", verdict_failed.c_str());
+    else if (cfg.max_loss_pct >= 0 || cfg.expect_senders) std::printf("verdict: passed\n");
     if (!errors.empty()) std::fprintf(stderr, "rx: %s\n", errors.c_str());
     std::fflush(stdout);
     nlohmann::json record = report::to_json(summary, cfg.ipv6);
+    record["verdict"] = {{"max_loss_pct", cfg.max_loss_pct >= 0 ? nlohmann::json(cfg.max_loss_pct) : nlohmann::json(nullptr)},
+                         {"expect_senders", cfg.expect_senders}, {"loss_pct", loss_pct},
+                         {"passed", verdict_failed.empty()}, {"reason", verdict_failed}};
     record["ledger"] = ledger::to_json(drops, std::nullopt, drop_path.receiver);
     record["ended_by"] = end_reason;
     record["interrupted"] = stop_signal_number() != 0;
@@ -385,7 +424,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "rx: %s\n", e.c_str());
       return 1;
     }
-    return errors.empty() ? 0 : 1;
+    if (!errors.empty()) return 1;
+    return verdict_failed.empty() ? 0 : rx::kExitVerdict;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rx: %s\n", e.what());
     return 1;

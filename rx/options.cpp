@@ -1,8 +1,11 @@
 #include <CLI/CLI.hpp>
 
+#include <cinttypes>
+#include <cstdio>
 #include <sstream>
 #include <string_view>
 
+#include "engine/rx_loop.hpp"
 #include "registry.hpp"
 #include "rx_config.hpp"
 #include "topo/topology.hpp"
@@ -12,6 +15,20 @@
 #include "util/units.hpp"
 
 namespace rateline::rx {
+
+namespace {
+// MemAvailable from /proc/meminfo, in bytes (0 when unknown).
+uint64_t mem_available_bytes() {
+  FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  uint64_t kib = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %" SCNu64 " kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib * 1024;
+}
+}  // namespace
 
 int parse_options(int argc, char** argv, Config& cfg) {
   CLI::App app{"rx: receive a pktgen stream, check every packet, count what arrived and what was missed", "rx"};
@@ -39,6 +56,13 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--max-streams", max_streams, "stream ids tracked (pktgen: one per source port or thread)")
       ->capture_default_str();
   app.add_option("--batch", batch, "datagrams per backend call")->capture_default_str();
+  std::string max_loss;
+  app.add_option("--max-loss", max_loss,
+                 "verdict: exit 3 when loss exceeds this percentage (also when --count or --expect-senders "
+                 "was given and nothing arrived)");
+  app.add_option("--expect-senders", cfg.expect_senders,
+                 "senders (pktgen runs) to wait for before end markers end the run; fewer: exit 3 with --max-loss")
+      ->check(CLI::Range(1, 65536));
   app.add_option("--device", cfg.device, "receive only on this interface (SO_BINDTODEVICE; dpdk: the port, by id or name)");
   std::string dpdk_args;
   app.add_option("--dpdk-args", dpdk_args,
@@ -80,6 +104,25 @@ int parse_options(int argc, char** argv, Config& cfg) {
     cfg.max_size = static_cast<uint32_t>(in_range<uint64_t>("--max-size", convert("--max-size", [&] { return units::parse_bytes(max_size); }), 64, 65535));
     cfg.max_streams = static_cast<uint32_t>(in_range<uint64_t>("--max-streams", convert("--max-streams", [&] { return units::parse_count(max_streams); }), 1, 65536));
     cfg.batch = static_cast<uint32_t>(in_range<uint64_t>("--batch", convert("--batch", [&] { return units::parse_count(batch); }), 1, 1024));
+    if (!max_loss.empty()) {
+      cfg.max_loss_pct = convert("--max-loss", [&] {
+        std::size_t used = 0;
+        const double v = std::stod(max_loss, &used);
+        if (used != max_loss.size() && !(used + 1 == max_loss.size() && max_loss.back() == '%'))
+          throw std::invalid_argument("not a percentage");
+        return v;
+      });
+      if (!(cfg.max_loss_pct >= 0 && cfg.max_loss_pct <= 100))
+        throw cli::UsageError("--max-loss " + max_loss + ": give a percentage from 0 to 100");
+    }
+    // Stream state is bounded up front: refuse a setting the host cannot hold.
+    const uint64_t workers = cfg.backend == "xdp" && !cfg.layers ? 1 : cfg.threads;
+    cfg.stream_state_bytes = workers * uint64_t{cfg.max_streams} * engine::kStreamStateBytes;
+    if (const uint64_t avail = mem_available_bytes(); avail && cfg.stream_state_bytes > avail / 2)
+      throw cli::UsageError("--threads " + std::to_string(cfg.threads) + " x --max-streams " +
+                            std::to_string(cfg.max_streams) + " may need " +
+                            std::to_string(cfg.stream_state_bytes >> 20) + " MiB of stream state; this host has " +
+                            std::to_string(avail >> 20) + " MiB available (at most half of it may go to streams)");
     if (cfg.layers && cfg.backend != "xdp") throw cli::UsageError("--layers needs --backend xdp (the driver layer is an XDP program)");
     if (cfg.bind.empty()) cfg.bind = cfg.ipv6 ? "::" : "0.0.0.0";
     // A bad address is bad usage: refused here, before any socket or program is set up.

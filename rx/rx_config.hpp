@@ -19,7 +19,10 @@ struct Config {
   uint64_t idle_ns = 10'000'000'000ull;  // end after this long without a packet (once one arrived); 0 = never
   uint64_t duration_ns = 0;              // 0 = no limit
   uint32_t max_size = 9000;               // largest UDP payload received whole
-  uint32_t max_streams = 256;
+  uint32_t max_streams = 256;  // per worker: sender x stream pairs tracked
+  double max_loss_pct = -1;    // --max-loss: exit 3 when loss exceeds it (< 0: no verdict)
+  uint32_t expect_senders = 0; // --expect-senders: wait for (and require) this many senders
+  uint64_t stream_state_bytes = 0;  // worst case of all workers' stream state, checked at parse time
   uint32_t batch = 64;
   std::string device;
   std::string json_path;
@@ -31,5 +34,8 @@ struct Config {
 };
 
 int parse_options(int argc, char** argv, Config& cfg);
+
+// Exit codes (README "Exit codes").
+inline constexpr int kExitVerdict = 3;  // --max-loss exceeded, or nothing arrived that was asked for
 
 }  // namespace rateline::rx

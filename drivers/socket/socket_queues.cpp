@@ -133,12 +133,14 @@ SocketRxQueue::SocketRxQueue(const UdpRxConfig& cfg) {
   buffers_ = std::make_unique<uint8_t[]>(size_t{cfg.batch} * cfg.slot_bytes);
   iov_.resize(cfg.batch);
   msgs_.resize(cfg.batch);
+  sources_.resize(cfg.batch);
   frames_.resize(cfg.batch);
   for (uint32_t i = 0; i < cfg.batch; ++i) {
     iov_[i].iov_base = buffers_.get() + size_t{i} * cfg.slot_bytes;
     iov_[i].iov_len = cfg.slot_bytes;
     msgs_[i].msg_hdr.msg_iov = &iov_[i];
     msgs_[i].msg_hdr.msg_iovlen = 1;
+    msgs_[i].msg_hdr.msg_name = &sources_[i];
     frames_[i].data = static_cast<const uint8_t*>(iov_[i].iov_base);
   }
 }
@@ -150,9 +152,14 @@ SocketRxQueue::~SocketRxQueue() {
 std::span<const engine::RxFrame> SocketRxQueue::poll(uint32_t n) {
   if (n > msgs_.size()) n = static_cast<uint32_t>(msgs_.size());
   // MSG_WAITFORONE: block (up to SO_RCVTIMEO) for the first datagram, then take what is queued.
+  // msg_namelen is in/out: the kernel shrinks it to the address it wrote.
+  for (uint32_t i = 0; i < n; ++i) msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
   const int got = ::recvmmsg(fd_, msgs_.data(), n, MSG_WAITFORONE, nullptr);
   if (got <= 0) return {};
-  for (int i = 0; i < got; ++i) frames_[i].len = msgs_[i].msg_len;
+  for (int i = 0; i < got; ++i) {
+    frames_[i].len = msgs_[i].msg_len;
+    frames_[i].from = net::SenderAddress::from_sockaddr(sources_[i]);
+  }
   return {frames_.data(), static_cast<size_t>(got)};
 }
 

@@ -69,6 +69,7 @@ class SocketRxQueue {
   std::unique_ptr<uint8_t[]> buffers_;
   std::vector<iovec> iov_;
   std::vector<mmsghdr> msgs_;
+  std::vector<sockaddr_storage> sources_;  // msg_name of each message: who sent it
   std::vector<engine::RxFrame> frames_;
 };
 

@@ -16,9 +16,6 @@ namespace {
 
 bool transient(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS || e == EINTR; }
 
-// bids_ entry of a frame that holds no provided buffer (ring_entries_ is 4096).
-constexpr uint16_t kNoBuffer = 0xffff;
-
 }  // namespace
 
 UringTxQueue::UringTxQueue(const UdpTxConfig& cfg) : ring_(cfg.batch * 2), dst_(cfg.dst) {
@@ -101,7 +98,9 @@ void UringTxQueue::reclaim() {
 UringRxQueue::UringRxQueue(const UdpRxConfig& cfg) : ring_(256) {
   info_ = open_udp_rx_socket(cfg);
   fd_ = info_.fd;
-  slot_bytes_ = cfg.slot_bytes;
+  recv_shape_.msg_namelen = sizeof(sockaddr_in6);
+  // Room for the recvmsg header and the address in front of the datagram, 8-byte aligned.
+  slot_bytes_ = (cfg.slot_bytes + sizeof(io_uring_recvmsg_out) + sizeof(sockaddr_in6) + 7) & ~7u;
   timeout_ms_ = static_cast<uint32_t>(cfg.poll_timeout_ms);
   // Four batches of buffers. The ring hands them out in order, so its whole
   // size is the working set the kernel copies into and rx then checks: 4096
@@ -165,7 +164,7 @@ UringRxQueue::~UringRxQueue() {
 
 void UringRxQueue::arm() {
   io_uring_sqe* sqe = ring_.sqe();
-  io_uring_prep_recv_multishot(sqe, fd_, nullptr, 0, 0);
+  io_uring_prep_recvmsg_multishot(sqe, fd_, &recv_shape_, 0);
   sqe->flags |= IOSQE_BUFFER_SELECT;
   sqe->buf_group = kBufferGroup;
   sqe->user_data = 1;
@@ -192,20 +191,22 @@ std::span<const engine::RxFrame> UringRxQueue::poll(uint32_t n) {
       if (cqe->res == -ENOBUFS) ++ring_empty_;
       continue;
     }
-    if (!(cqe->flags & IORING_CQE_F_BUFFER)) {
-      // A zero-length datagram completes with res 0 and no buffer (and ends
-      // the multishot): still a frame, counted like the socket backend does.
-      if (cqe->res == 0) {
-        frames_[got] = {buffers_.get(), 0};
-        bids_[got] = kNoBuffer;
-        ++got;
-      }
+    if (!(cqe->flags & IORING_CQE_F_BUFFER)) continue;
+    const auto bid = static_cast<uint16_t>(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
+    uint8_t* buf = buffers_.get() + size_t{bid} * slot_bytes_;
+    io_uring_recvmsg_out* out = io_uring_recvmsg_validate(buf, cqe->res, &recv_shape_);
+    bids_[got] = bid;
+    if (!out) [[unlikely]] {  // cannot happen for a UDP socket; hand the buffer back unread
+      frames_[got++] = {buffers_.get(), 0, {}};
       continue;
     }
-    const auto bid = static_cast<uint16_t>(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
-    frames_[got].data = buffers_.get() + size_t{bid} * slot_bytes_;
-    frames_[got].len = static_cast<uint32_t>(cqe->res);
-    bids_[got] = bid;
+    // A zero-length datagram still takes a buffer here: a frame of length 0,
+    // counted like the socket backend does.
+    frames_[got].data = static_cast<const uint8_t*>(io_uring_recvmsg_payload(out, &recv_shape_));
+    frames_[got].len = io_uring_recvmsg_payload_length(out, cqe->res, &recv_shape_);
+    sockaddr_storage from{};
+    std::memcpy(&from, io_uring_recvmsg_name(out), std::min<size_t>(out->namelen, sizeof(sockaddr_in6)));
+    frames_[got].from = net::SenderAddress::from_sockaddr(from);
     ++got;
   }
   io_uring_cq_advance(ring, seen);
@@ -218,7 +219,6 @@ void UringRxQueue::release() {
   const int mask = io_uring_buf_ring_mask(ring_entries_);
   int added = 0;
   for (uint32_t i = 0; i < handed_out_; ++i) {
-    if (bids_[i] == kNoBuffer) continue;  // empty datagram: it held no buffer
     io_uring_buf_ring_add(buf_ring_, buffers_.get() + size_t{bids_[i]} * slot_bytes_, slot_bytes_, bids_[i], mask,
                           added++);
   }

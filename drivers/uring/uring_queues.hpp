@@ -84,6 +84,9 @@ class UringRxQueue {
   io_uring_buf_ring* buf_ring_ = nullptr;
   size_t buf_ring_bytes_ = 0;
   std::unique_ptr<uint8_t[]> buffers_;
+  // Multishot recvmsg: each buffer starts with io_uring_recvmsg_out and the
+  // sender's address (the shape this header announces), then the datagram.
+  msghdr recv_shape_{};
   std::vector<engine::RxFrame> frames_;
   std::vector<uint16_t> bids_;  // buffer ids of the frames handed out
   uint32_t timeout_ms_ = 100;

@@ -60,8 +60,9 @@ XdpRxProgram::~XdpRxProgram() {
 }
 
 engine::RxResult XdpRxProgram::read(bool with_latency) const {
+  // The in-kernel counter keys streams by the header's stream id alone: its
+  // rows carry no sender (address zero, sender id 0).
   engine::RxResult r;
-  r.streams.resize(cfg_.max_streams);
   stats::RxCounters& c = r.counters;
 
   const int cpus = libbpf_num_possible_cpus();
@@ -85,7 +86,8 @@ engine::RxResult XdpRxProgram::read(bool with_latency) const {
   for (uint32_t i = 0; i < cfg_.max_streams; ++i) {
     if (bpf_map_lookup_elem_flags(streams_fd_, &i, &s, BPF_F_LOCK) != 0) continue;
     if (!(s.flags & RL_STREAM_SEEN) && !s.corrupt) continue;
-    engine::RxStreamState& st = r.streams[i];
+    engine::RxStreamState& st = r.streams.emplace_back();
+    st.key.stream = static_cast<uint16_t>(i);
     stats::SequenceCounts q;
     q.received = s.received;
     q.unique = s.unique;
@@ -104,6 +106,11 @@ engine::RxResult XdpRxProgram::read(bool with_latency) const {
     st.ended = s.flags & RL_STREAM_ENDED;
     st.end = {.total_sent = s.end.total_sent, .delay_ns = s.end.delay_ns, .count = s.end.count, .burst = s.end.burst,
               .stream_count = s.end.stream_count, .data_size = s.end.data_size};
+    if (st.ended) {  // the kernel believed its first marker: one copy of evidence
+      st.markers.candidate[0] = st.end;
+      st.markers.votes[0] = 1;
+      st.markers.copies = 1;
+    }
     st.jitter.adopt(static_cast<double>(s.jitter_x16) / 16.0);
     if (with_latency && s.lat_samples && bpf_map_lookup_elem(latency_fd_, &i, &lat) == 0)
       st.latency.merge_binned(lat.buckets, s.lat_sum, s.lat_min, s.lat_max);
@@ -136,19 +143,24 @@ engine::RxResult XdpRxProgram::run(const engine::RxPlan& plan, stats::RxSnapshot
 }
 
 void lend_end_markers(const engine::RxResult& driver, std::vector<engine::RxResult>& app) {
+  // The driver layer keys by stream id; the sockets' streams also know their
+  // sender. A marker is lent to every socket stream of that id that has none.
   engine::RxResult lent;
-  lent.streams.resize(driver.streams.size());
   bool any = false;
-  for (size_t i = 0; i < driver.streams.size(); ++i) {
-    const engine::RxStreamState& d = driver.streams[i];
+  for (const engine::RxStreamState& d : driver.streams) {
     if (!d.ended) continue;
-    bool app_ended = false;
-    for (const engine::RxResult& a : app) app_ended |= i < a.streams.size() && a.streams[i].ended;
-    if (app_ended) continue;
-    lent.streams[i].seen = true;
-    lent.streams[i].ended = true;
-    lent.streams[i].end = d.end;
-    any = true;
+    for (const engine::RxResult& a : app)
+      for (const engine::RxStreamState& st : a.streams) {
+        if (st.key.stream != d.key.stream || st.ended) continue;
+        engine::RxStreamState& l = lent.streams.emplace_back();
+        l.key = st.key;
+        l.seen = true;
+        l.ended = true;
+        l.end = d.end;
+        l.markers.candidate[0] = d.end;
+        l.markers.votes[0] = 1;
+        any = true;
+      }
   }
   if (!any) return;
   lent.counters.stream_count = driver.counters.stream_count;

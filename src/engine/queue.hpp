@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <span>
 
+#include "net/sender_address.hpp"
+
 namespace rateline::engine {
 
 // Where a backend's buffers start: the kernel builds headers for sockets,
@@ -56,6 +58,9 @@ concept TxQueue = requires(Q& q, uint32_t n, std::span<TxSlot> s) {
 struct RxFrame {
   const uint8_t* data = nullptr;
   uint32_t len = 0;
+  // UDP-payload backends fill in the sender (from the socket's source
+  // address); Ethernet-layer backends leave it: the engine reads the frame.
+  net::SenderAddress from;
 };
 
 template <class Q>

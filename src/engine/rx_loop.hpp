@@ -3,9 +3,14 @@
 //
 // Per frame: (Ethernet-layer backends) parse to the UDP payload and check
 // the port, then decode our header and verify the payload checksum (every
-// byte is read: that is the corruption check), then one sequence-tracker
-// update and one latency sample. Stream state is a flat array sized at
-// setup: no lookup structure, no allocation.
+// byte is read: that is the corruption check), then find the stream by who
+// sent it (stream_table.hpp: no allocation after setup), one
+// sequence-tracker update and one latency sample.
+//
+// Nothing one datagram says is taken on its word alone: a far sequence jump
+// waits for a second arrival (sequence_tracker.hpp), and an end marker is
+// evidence, weighed against the other copies and against what arrived
+// (EndEvidence below). A stranger's datagrams land in a stream of their own.
 #pragma once
 
 #include <atomic>
@@ -14,7 +19,9 @@
 #include <vector>
 
 #include "engine/queue.hpp"
+#include "engine/stream_table.hpp"
 #include "net/frame.hpp"
+#include "ring/spsc_ring.hpp"
 #include "stats/counters.hpp"
 #include "stats/latency.hpp"
 #include "stats/sequence_tracker.hpp"
@@ -23,7 +30,19 @@
 
 namespace rateline::engine {
 
+// The end markers a stream received. pktgen sends several identical copies;
+// a total is believed when two copies agree (or one copy claims no more than
+// arrived, so it cannot add loss), it is no smaller than a sequence seen,
+// and no other total has as many copies. Anything else is `implausible`.
+struct EndEvidence {
+  wire::EndMarkerBody candidate[2];
+  uint32_t votes[2] = {0, 0};
+  uint64_t copies = 0;  // every marker that passed the checksum
+  uint64_t implausible = 0;  // copies that could not be believed (below a sequence seen, a third total)
+};
+
 struct RxStreamState {
+  StreamKey key;
   stats::SequenceTracker seq;
   stats::LatencyHistogram latency;
   stats::JitterEstimator jitter;
@@ -34,15 +53,31 @@ struct RxStreamState {
   uint64_t last_ns = 0;
   uint32_t payload_len = 0;   // of the last data packet
   bool seen = false;
-  bool ended = false;
+  bool ended = false;         // an end marker total is believed (`end`)
   wire::EndMarkerBody end;
+  EndEvidence markers;
 };
+
+// The most one stream costs a worker: its state plus its index slots
+// (stream_table.hpp: up to 4 per stream after rounding to a power of two).
+inline constexpr uint64_t kStreamStateBytes = sizeof(RxStreamState) + 4 * sizeof(uint32_t);
+
+// What the main thread needs to decide that every sender has finished:
+// a stream appeared, or its end became believed / was withdrawn. Sent on a
+// per-worker ring, once per stream and change, never per packet.
+struct StreamEvent {
+  StreamKey key;
+  uint16_t stream_count = 0;  // announced by the believed marker
+  bool ended = false;
+};
+using StreamEventRing = ring::SpscRing<StreamEvent>;
 
 struct RxPlan {
   uint32_t batch = 64;
   uint32_t max_streams = 256;
   uint16_t udp_port = 0;  // Ethernet-layer backends: our destination port
   uint64_t publish_every_ns = 100'000'000;
+  StreamEventRing* events = nullptr;  // optional: rx's end-of-run bookkeeping
   // TEST AID only (rx --test-slow-us): sleep this long after each non-empty batch, to make
   // a slow consumer on purpose (tests of the drop ledger). 0 in every real run.
   uint64_t test_slow_ns = 0;
@@ -50,28 +85,125 @@ struct RxPlan {
 
 struct RxResult {
   stats::RxCounters counters;
-  std::vector<RxStreamState> streams;  // index = stream id
+  std::vector<RxStreamState> streams;  // in order of first arrival; each knows its key
+
+  // The first stream with this header stream id (tests, single-sender tools).
+  const RxStreamState* find(uint16_t stream) const {
+    for (const RxStreamState& s : streams)
+      if (s.key.stream == stream) return &s;
+    return nullptr;
+  }
 };
 
 namespace detail {
 
-inline void account(RxResult& st, const uint8_t* payload, uint32_t len, uint64_t rx_ns, uint32_t max_streams) {
+inline bool same_body(const wire::EndMarkerBody& a, const wire::EndMarkerBody& b) {
+  return a.total_sent == b.total_sent && a.stream_count == b.stream_count && a.count == b.count &&
+         a.burst == b.burst && a.delay_ns == b.delay_ns && a.data_size == b.data_size;
+}
+
+// Which candidate, if any, is believed now (-1: none).
+inline int believed(const RxStreamState& s) {
+  const EndEvidence& e = s.markers;
+  const uint64_t next = s.seq.counts().highest_next;
+  int best = -1;
+  for (int i = 0; i < 2; ++i) {
+    if (!e.votes[i] || e.candidate[i].total_sent < next) continue;
+    const bool quorum = e.votes[i] >= 2 || e.candidate[i].total_sent == next;
+    if (quorum && e.votes[i] > e.votes[1 - i]) best = i;
+  }
+  return best;
+}
+
+inline void publish_end_state(RxStreamState& s, stats::RxCounters& c, StreamEventRing* events) {
+  const int b = believed(s);
+  const bool now_ended = b >= 0;
+  if (now_ended) s.end = s.markers.candidate[b];
+  if (now_ended == s.ended) return;
+  s.ended = now_ended;
+  if (now_ended) ++c.streams_ended;
+  else --c.streams_ended;
+  if (events && !events->try_push({s.key, now_ended ? s.end.stream_count : uint16_t{0}, now_ended}))
+    ++c.events_lost;
+}
+
+inline void weigh_end_marker(RxStreamState& s, const wire::EndMarkerBody& body, stats::RxCounters& c,
+                             StreamEventRing* events) {
+  EndEvidence& e = s.markers;
+  ++e.copies;
+  if (body.total_sent < s.seq.counts().highest_next) {
+    ++e.implausible;  // claims fewer than a sequence that arrived
+  } else if (e.votes[0] && same_body(e.candidate[0], body)) {
+    ++e.votes[0];
+  } else if (e.votes[1] && same_body(e.candidate[1], body)) {
+    ++e.votes[1];
+  } else if (!e.votes[0]) {
+    e.candidate[0] = body;
+    e.votes[0] = 1;
+  } else if (!e.votes[1]) {
+    e.candidate[1] = body;
+    e.votes[1] = 1;
+  } else {
+    ++e.implausible;  // a third story: none of them is believed over it
+  }
+  publish_end_state(s, c, events);
+}
+
+// A data packet at or beyond a believed total: that total was wrong.
+inline void withdraw_end(RxStreamState& s, stats::RxCounters& c, StreamEventRing* events) {
+  EndEvidence& e = s.markers;
+  for (int i = 0; i < 2; ++i)
+    if (e.votes[i] && e.candidate[i].total_sent <= s.seq.counts().highest_next - 1) {
+      e.implausible += e.votes[i];
+      e.votes[i] = 0;
+    }
+  publish_end_state(s, c, events);
+}
+
+struct StreamLookup {
+  StreamTable<RxStreamState>& table;
+  StreamEventRing* events;
+};
+
+inline void account(RxResult& st, StreamLookup& streams, const net::SenderAddress& from, const uint8_t* payload,
+                    uint32_t len, uint64_t rx_ns) {
   stats::RxCounters& c = st.counters;
   const wire::Decoded d = wire::decode(payload, len);
+  if (d.verdict == wire::Verdict::foreign) [[unlikely]] {
+    ++c.foreign;
+    return;
+  }
+  if (d.verdict == wire::Verdict::malformed) [[unlikely]] {
+    ++c.malformed;
+    return;
+  }
+  bool created = false;
+  RxStreamState* sp = streams.table.find_or_add({from, d.sender, d.stream}, created);
+  if (!sp) [[unlikely]] {
+    ++c.unknown_stream;
+    if (d.verdict == wire::Verdict::corrupt) ++c.corrupt;
+    if (d.verdict == wire::Verdict::end) ++c.end_markers;
+    return;
+  }
+  RxStreamState& s = *sp;
+  if (created) [[unlikely]] ++c.streams_created;
+  // Seen: a stream whose header passed the checksum (a corrupt one may carry
+  // a flipped stream id). The main thread hears of it with its first data
+  // packet or once its end is believed: a lone marker makes it wait for nothing.
+  auto mark_seen = [&](bool data) {
+    s.seen = true;
+    ++c.streams_seen;
+    if (data && streams.events && !streams.events->try_push({s.key, 0, false})) ++c.events_lost;
+  };
   switch (d.verdict) {
     case wire::Verdict::data: {
-      if (d.stream >= max_streams) [[unlikely]] {
-        ++c.unknown_stream;
-        return;
-      }
-      RxStreamState& s = st.streams[d.stream];
       if (!s.seen) [[unlikely]] {
-        s.seen = true;
+        mark_seen(true);
         s.first_ns = rx_ns;
-        ++c.streams_seen;
         if (!c.first_ns) c.first_ns = rx_ns;
       }
       s.seq.record(d.seq);
+      if (s.ended && d.seq >= s.end.total_sent) [[unlikely]] withdraw_end(s, c, streams.events);
       s.payload_bytes += len;
       s.payload_len = len;
       s.last_ns = rx_ns;
@@ -85,30 +217,23 @@ inline void account(RxResult& st, const uint8_t* payload, uint32_t len, uint64_t
     }
     case wire::Verdict::end: {
       ++c.end_markers;
-      if (d.stream >= max_streams) {
-        ++c.unknown_stream;
-        return;
-      }
-      RxStreamState& s = st.streams[d.stream];
-      if (!s.seen) {
-        s.seen = true;
-        ++c.streams_seen;
-      }
-      if (!s.ended) {
-        s.ended = true;
-        s.end = d.end;
-        ++c.streams_ended;
-        if (d.end.stream_count > c.stream_count) c.stream_count = d.end.stream_count;
-      }
+      if (!s.seen) mark_seen(false);
+      weigh_end_marker(s, d.end, c, streams.events);
+      if (s.ended && s.end.stream_count > c.stream_count) c.stream_count = s.end.stream_count;
       return;
     }
-    case wire::Verdict::foreign: ++c.foreign; return;
-    case wire::Verdict::malformed: ++c.malformed; return;
     case wire::Verdict::corrupt:
       ++c.corrupt;
-      if (d.stream < max_streams) ++st.streams[d.stream].corrupt;
+      ++s.corrupt;
       return;
+    default: return;
   }
+}
+
+// The sender as the frame's own IP and UDP headers name it.
+inline net::SenderAddress frame_sender(const uint8_t* frame, const net::ParsedUdp& p) {
+  return p.ipv6 ? net::SenderAddress::v6(frame + p.l3_offset + 8, p.src_port)
+                : net::SenderAddress::v4(frame + p.l3_offset + 12, p.src_port);
 }
 
 }  // namespace detail
@@ -116,7 +241,10 @@ inline void account(RxResult& st, const uint8_t* payload, uint32_t len, uint64_t
 inline uint64_t lost_so_far(const RxResult& st) {
   uint64_t lost = 0;
   for (const auto& s : st.streams)
-    if (s.seen) lost += s.ended ? s.seq.lost_given_total(s.end.total_sent) : s.seq.lost_so_far();
+    if (s.seen) {
+      const uint64_t l = s.ended ? s.seq.lost_given_total(s.end.total_sent) : s.seq.lost_so_far();
+      lost = l > ~lost ? ~0ull : lost + l;  // saturates: a forged total must not wrap the sum
+    }
   return lost;
 }
 
@@ -125,7 +253,8 @@ template <RxQueue Q, class DropsFn>
 RxResult run_rx(Q& q, const RxPlan& plan, stats::RxSnapshotRing& snapshots, const std::atomic<bool>& stop,
                 DropsFn backend_drops) {
   RxResult st;
-  st.streams.resize(plan.max_streams);
+  StreamTable<RxStreamState> table(st.streams, plan.max_streams);
+  detail::StreamLookup streams{table, plan.events};
   stats::RxCounters& c = st.counters;
   uint64_t next_publish_ns = now_ns() + plan.publish_every_ns;
   auto publish = [&](uint64_t now, bool final) {
@@ -141,13 +270,15 @@ RxResult run_rx(Q& q, const RxPlan& plan, stats::RxSnapshotRing& snapshots, cons
       ++c.frames;
       if constexpr (Q::kLayer == Layer::ethernet) {
         const net::ParsedUdp p = net::parse_udp_frame({f.data, f.len});
-        if (p.status != net::ParseStatus::ok || p.dst_port != plan.udp_port) {
-          ++c.foreign;
+        if (p.status != net::ParseStatus::ok || p.dst_port != plan.udp_port) [[unlikely]] {
+          // A fragment is not someone else's traffic: it may be ours, cut up on the way.
+          if (p.status == net::ParseStatus::fragment) ++c.fragments;
+          else ++c.foreign;
           continue;
         }
-        detail::account(st, f.data + p.payload_offset, p.payload_len, rx_ns, plan.max_streams);
+        detail::account(st, streams, detail::frame_sender(f.data, p), f.data + p.payload_offset, p.payload_len, rx_ns);
       } else {
-        detail::account(st, f.data, f.len, rx_ns, plan.max_streams);
+        detail::account(st, streams, f.from, f.data, f.len, rx_ns);
       }
     }
     if (!frames.empty()) q.release();

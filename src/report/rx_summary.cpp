@@ -3,54 +3,77 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
+#include <map>
+#include <tuple>
 
 #include "net/frame.hpp"
 #include "report/rates.hpp"
 
 namespace rateline::report {
 
+namespace {
+
+bool key_less(const engine::StreamKey& a, const engine::StreamKey& b) {
+  if (const int c = std::memcmp(a.from.ip.data(), b.from.ip.data(), 16); c != 0) return c < 0;
+  return std::tie(a.from.port, a.sender, a.stream) < std::tie(b.from.port, b.sender, b.stream);
+}
+
+std::string address_only(const net::SenderAddress& a) {
+  const std::string t = a.text();
+  return t == "?" ? t : t.substr(0, t.rfind(':'));
+}
+
+}  // namespace
+
 RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expect) {
   RxSummary s;
-  size_t n = 0;
-  for (const auto& w : workers) n = std::max(n, w.streams.size());
-  std::vector<StreamRow> rows(n);
-  std::vector<uint64_t> jitter_weight(n, 0);
+  // Rows by stream identity across workers (a flow stays on one worker, but
+  // a fanout or a lent end marker may split it).
+  std::map<engine::StreamKey, StreamRow, decltype(&key_less)> rows(&key_less);
+  std::map<engine::StreamKey, uint64_t, decltype(&key_less)> jitter_weight(&key_less);
   const wire::EndMarkerBody* any_end = nullptr;
   for (const auto& w : workers) {
     const stats::RxCounters& c = w.counters;
-    s.totals.frames += c.frames;
-    s.totals.data += c.data;
-    s.totals.payload_bytes += c.payload_bytes;
-    s.totals.end_markers += c.end_markers;
-    s.totals.foreign += c.foreign;
-    s.totals.malformed += c.malformed;
-    s.totals.corrupt += c.corrupt;
-    s.totals.unknown_stream += c.unknown_stream;
-    s.totals.backend_drops += c.backend_drops;
+    s.totals.frames = sat_add(s.totals.frames, c.frames);
+    s.totals.data = sat_add(s.totals.data, c.data);
+    s.totals.payload_bytes = sat_add(s.totals.payload_bytes, c.payload_bytes);
+    s.totals.end_markers = sat_add(s.totals.end_markers, c.end_markers);
+    s.totals.foreign = sat_add(s.totals.foreign, c.foreign);
+    s.totals.malformed = sat_add(s.totals.malformed, c.malformed);
+    s.totals.corrupt = sat_add(s.totals.corrupt, c.corrupt);
+    s.totals.unknown_stream = sat_add(s.totals.unknown_stream, c.unknown_stream);
+    s.totals.backend_drops = sat_add(s.totals.backend_drops, c.backend_drops);
+    s.totals.fragments = sat_add(s.totals.fragments, c.fragments);
+    s.totals.events_lost = sat_add(s.totals.events_lost, c.events_lost);
     s.totals.stream_count = std::max(s.totals.stream_count, c.stream_count);
-    for (size_t i = 0; i < w.streams.size(); ++i) {
-      const engine::RxStreamState& st = w.streams[i];
+    for (const engine::RxStreamState& st : w.streams) {
       if (!st.seen && !st.corrupt) continue;
-      StreamRow& r = rows[i];
-      const stats::SequenceCounts& q = st.seq.counts();
-      r.stream = static_cast<uint32_t>(i);
-      r.received += q.received;
-      r.unique += q.unique;
-      r.duplicates += q.duplicates;
-      r.reordered += q.reordered;
-      r.stale += q.stale;
-      r.corrupt += st.corrupt;
-      r.payload_bytes += st.payload_bytes;
-      r.clock_behind += st.clock_behind;
+      StreamRow& r = rows[st.key];
+      const stats::SequenceCounts q = st.seq.counts();
+      r.key = st.key;
+      r.stream = st.key.stream;
+      r.received = sat_add(r.received, q.received);
+      r.unique = sat_add(r.unique, q.unique);
+      r.duplicates = sat_add(r.duplicates, q.duplicates);
+      r.reordered = sat_add(r.reordered, q.reordered);
+      r.stale = sat_add(r.stale, q.stale);
+      r.implausible = sat_add(r.implausible, q.implausible);
+      r.corrupt = sat_add(r.corrupt, st.corrupt);
+      r.end_marker_copies = sat_add(r.end_marker_copies, st.markers.copies);
+      r.payload_bytes = sat_add(r.payload_bytes, st.payload_bytes);
+      r.clock_behind = sat_add(r.clock_behind, st.clock_behind);
       if (st.first_ns && (!r.first_ns || st.first_ns < r.first_ns)) r.first_ns = st.first_ns;
       r.last_ns = std::max(r.last_ns, st.last_ns);
       if (st.payload_len) r.payload_len = st.payload_len;
       r.latency.merge(st.latency);
-      if (q.received > jitter_weight[i]) {
-        jitter_weight[i] = q.received;
+      uint64_t& weight = jitter_weight[st.key];
+      if (q.received > weight) {
+        weight = q.received;
         r.jitter_ns = st.jitter.jitter_ns();
       }
       if (st.ended) {
+        // Believed copies count as evidence; the others are named.
         r.ended = true;
         r.sent = st.end.total_sent;
         any_end = &st.end;
@@ -58,23 +81,40 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
       r.highest_next = std::max(r.highest_next, q.highest_next);
     }
   }
+  // Markers that were not believed: every copy minus those behind the believed total.
+  for (const auto& w : workers)
+    for (const engine::RxStreamState& st : w.streams) {
+      auto it = rows.find(st.key);
+      if (it == rows.end()) continue;
+      uint64_t believed_votes = 0;
+      for (int i = 0; i < 2; ++i)
+        if (st.ended && st.markers.votes[i] && st.markers.candidate[i].total_sent == st.end.total_sent)
+          believed_votes += st.markers.votes[i];
+      it->second.implausible_markers = sat_add(it->second.implausible_markers, st.markers.copies > believed_votes ? st.markers.copies - believed_votes : 0);
+    }
   s.all_ended = true;
   uint64_t streams_seen = 0;
   uint64_t first = ~0ull, last = 0, best = 0;
-  for (StreamRow& r : rows) {
-    if (!r.received && !r.ended && !r.corrupt) continue;
+  for (auto& [key, r] : rows) {
+    // A stream of lone, unbelieved end markers is no stream: named, not counted.
+    s.implausible_markers = sat_add(s.implausible_markers, r.implausible_markers);
+    if (!r.received && !r.ended && !r.corrupt && !r.implausible) continue;
     ++streams_seen;
     // Exact with the end marker's total; else only the gaps below the highest sequence seen.
     const uint64_t total = r.ended ? r.sent : r.highest_next;
     r.lost = total > r.unique ? total - r.unique : 0;
-    s.all_ended &= r.ended;
-    s.received += r.received;
-    s.unique += r.unique;
-    s.lost += r.lost;
-    s.reordered += r.reordered;
-    s.duplicates += r.duplicates;
-    s.stale += r.stale;
-    if (r.ended) s.sent_by_markers += r.sent;
+    // Only corrupt packets: their header (stream id, sender) may be the damaged
+    // part, so they name no stream that could have ended.
+    const bool corrupt_only = !r.received && !r.ended && !r.implausible;
+    if (!corrupt_only) s.all_ended &= r.ended;
+    s.received = sat_add(s.received, r.received);
+    s.unique = sat_add(s.unique, r.unique);
+    s.lost = sat_add(s.lost, r.lost);
+    s.reordered = sat_add(s.reordered, r.reordered);
+    s.duplicates = sat_add(s.duplicates, r.duplicates);
+    s.stale = sat_add(s.stale, r.stale);
+    s.implausible = sat_add(s.implausible, r.implausible);
+    if (r.ended) s.sent_by_markers = sat_add(s.sent_by_markers, r.sent);
     s.latency.merge(r.latency);
     if (r.first_ns) first = std::min(first, r.first_ns);
     last = std::max(last, r.last_ns);
@@ -86,11 +126,38 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
     s.streams.push_back(r);
   }
   if (!streams_seen) s.all_ended = false;
-  // The sender announced how many streams it ran: one that never arrived at
-  // all (a dead path, RSS to a queue nobody reads) makes the totals inexact.
-  uint64_t ended = 0;
-  for (const StreamRow& r : s.streams) ended += r.ended ? 1 : 0;
-  if (s.totals.stream_count > ended) s.all_ended = false;
+  // Senders: a source address and a sender id. Each announced how many
+  // streams it ran; one that never arrived at all (a dead path, RSS to a
+  // queue nobody reads) makes the totals inexact.
+  std::map<std::pair<std::string, uint16_t>, SenderRow> senders;
+  for (const StreamRow& r : s.streams) {
+    if (!r.received && !r.ended && !r.implausible) continue;  // corrupt only: no sender to speak of
+    SenderRow& g = senders[{address_only(r.key.from), r.key.sender}];
+    g.address = address_only(r.key.from);
+    g.sender_id = r.key.sender;
+    ++g.streams;
+    g.received = sat_add(g.received, r.unique);
+    g.lost = sat_add(g.lost, r.lost);
+    g.duplicates = sat_add(g.duplicates, r.duplicates);
+    g.corrupt = sat_add(g.corrupt, r.corrupt);
+    g.implausible = sat_add(g.implausible, sat_add(r.implausible, r.implausible_markers));
+    if (r.ended) {
+      ++g.streams_ended;
+      g.sent = sat_add(g.sent, r.sent);
+    }
+  }
+  for (const auto& w : workers)
+    for (const engine::RxStreamState& st : w.streams)
+      if (st.ended) {
+        auto it = senders.find({address_only(st.key.from), st.key.sender});
+        if (it != senders.end()) it->second.streams_announced = std::max<uint32_t>(it->second.streams_announced, st.end.stream_count);
+      }
+  for (auto& [k, g] : senders) {
+    g.all_ended = g.streams_ended == g.streams && g.streams_ended >= g.streams_announced;
+    s.all_ended &= g.all_ended;
+    s.senders.push_back(g);
+  }
+  if (s.totals.stream_count > s.streams.size()) s.all_ended = false;
   // A stream announced by the sender but never seen lost everything; without
   // its end marker we cannot know its size, so it is reported by stream_count.
   if (expect && !s.all_ended) {
@@ -132,6 +199,24 @@ std::string format_table(const RxSummary& s, bool ipv6) {
                 "; socket drops (sk_drops) %" PRIu64 "\n",
                 s.totals.foreign, s.totals.malformed, s.totals.unknown_stream, s.totals.backend_drops);
   out += line;
+  if (s.implausible || s.implausible_markers || s.totals.fragments) {
+    std::snprintf(line, sizeof line, "not believed: %" PRIu64 " lone sequence jumps beyond the window, %" PRIu64
+                  " end markers (wrong, disputed or unconfirmed); IP fragments %" PRIu64 "\n",
+                  s.implausible, s.implausible_markers, s.totals.fragments);
+    out += line;
+  }
+  if (s.senders.size() > 1) {
+    std::snprintf(line, sizeof line, "%-40s %6s %8s %12s %12s %10s %8s %8s\n", "sender (address, id)", "streams",
+                  "ended", "sent", "received", "lost", "dup", "corrupt");
+    out += line;
+    for (const SenderRow& g : s.senders) {
+      const std::string who = g.address + " #" + std::to_string(g.sender_id);
+      std::snprintf(line, sizeof line, "%-40s %6u %5u/%-2u %12s %12" PRIu64 " %10" PRIu64 " %8" PRIu64 " %8" PRIu64 "\n",
+                    who.c_str(), g.streams, g.streams_ended, g.streams_announced,
+                    g.all_ended ? std::to_string(g.sent).c_str() : "?", g.received, g.lost, g.duplicates, g.corrupt);
+      out += line;
+    }
+  }
   if (s.latency.samples()) {
     std::snprintf(line, sizeof line, "latency (same-host clock): min %.1f us, p50 %.1f, p99 %.1f, p99.9 %.1f, max %.1f; jitter (RFC 3550) %.2f us\n",
                   s.latency.min() / 1e3, s.latency.quantile(0.5) / 1e3, s.latency.quantile(0.99) / 1e3,
@@ -139,12 +224,13 @@ std::string format_table(const RxSummary& s, bool ipv6) {
     out += line;
   }
   if (s.streams.size() > 1) {
-    std::snprintf(line, sizeof line, "%8s %12s %10s %10s %10s %8s %12s %12s\n", "stream", "received", "lost",
+    std::snprintf(line, sizeof line, "%8s %-30s %12s %10s %10s %10s %8s %12s %12s\n", "stream", "from", "received", "lost",
                   "reordered", "dup", "corrupt", "p50 us", "p99 us");
     out += line;
     for (const StreamRow& row : s.streams) {
-      std::snprintf(line, sizeof line, "%8u %12" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %12.1f %12.1f\n",
-                    row.stream, row.unique, row.lost, row.reordered, row.duplicates, row.corrupt,
+      const std::string from = row.key.from.text() + " #" + std::to_string(row.key.sender);
+      std::snprintf(line, sizeof line, "%8u %-30s %12" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %12.1f %12.1f\n",
+                    row.stream, from.c_str(), row.unique, row.lost, row.reordered, row.duplicates, row.corrupt,
                     row.latency.quantile(0.5) / 1e3, row.latency.quantile(0.99) / 1e3);
       out += line;
     }
@@ -162,13 +248,24 @@ nlohmann::json to_json(const RxSummary& s, bool ipv6) {
   };
   nlohmann::json streams = nlohmann::json::array();
   for (const StreamRow& row : s.streams)
-    streams.push_back({{"stream", row.stream}, {"received", row.unique}, {"arrivals", row.received},
+    streams.push_back({{"stream", row.stream}, {"from", row.key.from.text()}, {"sender_id", row.key.sender},
+                       {"received", row.unique}, {"arrivals", row.received}, {"implausible", row.implausible},
+                       {"end_marker_copies", row.end_marker_copies}, {"implausible_markers", row.implausible_markers},
                        {"lost", row.lost}, {"reordered", row.reordered}, {"duplicated", row.duplicates},
                        {"stale", row.stale}, {"corrupt", row.corrupt},
                        {"sent", row.ended ? nlohmann::json(row.sent) : nlohmann::json(nullptr)},
                        {"payload_bytes", row.payload_bytes}, {"latency_ns", latency(row.latency)},
                        {"jitter_ns", row.jitter_ns}, {"clock_behind", row.clock_behind}});
+  nlohmann::json senders = nlohmann::json::array();
+  for (const SenderRow& g : s.senders)
+    senders.push_back({{"address", g.address}, {"sender_id", g.sender_id}, {"streams", g.streams},
+                       {"streams_ended", g.streams_ended}, {"streams_announced", g.streams_announced},
+                       {"sent", g.all_ended ? nlohmann::json(g.sent) : nlohmann::json(nullptr)},
+                       {"received", g.received}, {"lost", g.lost}, {"duplicated", g.duplicates},
+                       {"corrupt", g.corrupt}, {"implausible", g.implausible}});
   return {{"type", "result"}, {"tool", "rx"}, {"settings", s.settings}, {"time_s", s.seconds},
+          {"senders", senders}, {"implausible", s.implausible}, {"implausible_markers", s.implausible_markers},
+          {"fragments", s.totals.fragments}, {"events_lost", s.totals.events_lost},
           {"received", s.unique}, {"arrivals", s.received}, {"lost", s.lost},
           {"lost_basis", s.all_ended ? "end_markers" : s.lost_from_expect ? "expected_count" : "sequence_gaps"},
           {"sent", s.all_ended ? nlohmann::json(s.sent_by_markers) : nlohmann::json(nullptr)},

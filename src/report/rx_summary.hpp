@@ -16,6 +16,10 @@ namespace rateline::report {
 
 struct StreamRow {
   uint32_t stream = 0;
+  engine::StreamKey key;   // who sent it: address and port, sender id, stream id
+  uint64_t implausible = 0;          // lone far sequence jumps, never confirmed
+  uint64_t end_marker_copies = 0;
+  uint64_t implausible_markers = 0;  // end markers not believed (wrong, disputed or unconfirmed)
   uint64_t received = 0, unique = 0, lost = 0, reordered = 0, duplicates = 0, stale = 0, corrupt = 0;
   uint64_t sent = 0;       // from the end marker; 0 when none arrived
   uint64_t highest_next = 0;  // one past the highest sequence seen
@@ -28,8 +32,21 @@ struct StreamRow {
   uint64_t clock_behind = 0;
 };
 
+// One pktgen run: the streams that share a source address and a sender id.
+struct SenderRow {
+  std::string address;     // source IP (the ports are per stream)
+  uint16_t sender_id = 0;
+  uint32_t streams = 0, streams_ended = 0, streams_announced = 0;
+  uint64_t received = 0, lost = 0, duplicates = 0, corrupt = 0, implausible = 0;
+  uint64_t sent = 0;       // by its believed end markers
+  bool all_ended = false;  // every stream it announced has a believed end marker
+};
+
 struct RxSummary {
   std::vector<StreamRow> streams;
+  std::vector<SenderRow> senders;
+  uint64_t implausible = 0;           // lone far sequence jumps, summed
+  uint64_t implausible_markers = 0;   // end markers not believed, summed
   stats::RxCounters totals;          // summed over workers
   uint64_t received = 0, unique = 0, lost = 0, reordered = 0, duplicates = 0, stale = 0;
   uint64_t sent_by_markers = 0;      // sum of end-marker totals (streams that ended)
@@ -41,6 +58,10 @@ struct RxSummary {
   stats::LatencyHistogram latency;   // all streams
   double jitter_ns = 0;              // of the stream with the most packets
 };
+
+// Totals are saturating sums of the rows: a forged total can pin a number
+// at 2^64 - 1 but never wrap it round to a small one.
+inline uint64_t sat_add(uint64_t a, uint64_t b) { return b > ~a ? ~0ull : a + b; }
 
 // `expect`: rx --count N (0 = none).
 RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expect);

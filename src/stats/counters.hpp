@@ -60,8 +60,11 @@ struct alignas(ring::kCacheLine) RxCounters {
   uint64_t malformed = 0;      // our magic, inconsistent header or length
   uint64_t corrupt = 0;        // checksum mismatch
   uint64_t lost_so_far = 0;    // sum over streams, refreshed at each snapshot
-  uint64_t streams_seen = 0;
-  uint64_t streams_ended = 0;
+  uint64_t streams_seen = 0;     // streams with at least one data packet or end marker
+  uint64_t streams_created = 0;  // stream states made (any packet of ours, corrupt ones too)
+  uint64_t streams_ended = 0;    // streams whose end-marker total is believed now
+  uint64_t fragments = 0;        // IP fragments (raw backends): maybe ours, not reassembled
+  uint64_t events_lost = 0;      // stream events the main thread's ring had no room for
   uint64_t stream_count = 0;   // announced by end markers (largest seen)
   uint64_t unknown_stream = 0; // stream id beyond --max-streams
   uint64_t backend_drops = 0;  // drops the backend itself reports (SO_RXQ_OVFL, ring full...)

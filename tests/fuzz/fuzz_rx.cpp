@@ -51,7 +51,7 @@ class ScriptQueue {
   std::span<const engine::RxFrame> poll(uint32_t n) {
     batch_.clear();
     while (next_ < frames_.size() && batch_.size() < n) {
-      batch_.push_back({frames_[next_].data(), static_cast<uint32_t>(frames_[next_].size())});
+      batch_.push_back({frames_[next_].data(), static_cast<uint32_t>(frames_[next_].size()), {}});
       ++next_;
     }
     if (batch_.empty()) stop_.store(true, std::memory_order_relaxed);
@@ -114,11 +114,13 @@ std::vector<std::vector<uint8_t>> script(FuzzedDataProvider& in, bool ethernet, 
       b.burst = in.ConsumeIntegral<uint32_t>();
       b.stream_count = in.ConsumeIntegral<uint16_t>();
       b.data_size = in.ConsumeIntegral<uint16_t>();
-      const wire::PayloadPlan pl = wire::end_marker_plan(in.ConsumeIntegralInRange<uint32_t>(32, 300));
+      const wire::PayloadPlan pl =
+          wire::end_marker_plan(in.ConsumeIntegralInRange<uint32_t>(32, 300), in.ConsumeIntegralInRange<uint16_t>(0, 2));
       p.resize(pl.len);
       wire::fill_end_marker(p.data(), pl, stream, b, tx_ns);
     } else {  // data packet
-      const wire::PayloadPlan pl = wire::PayloadPlan::make(in.ConsumeIntegralInRange<uint32_t>(32, 300));
+      const wire::PayloadPlan pl = wire::PayloadPlan::make(in.ConsumeIntegralInRange<uint32_t>(32, 300), wire::kHeaderBytes / 8,
+                                                           in.ConsumeIntegralInRange<uint16_t>(0, 2));
       p.resize(pl.len);
       wire::fill_data_payload(p.data(), pl, stream, seq, tx_ns);
     }
@@ -156,15 +158,16 @@ void run(FuzzedDataProvider& in) {
 
   REQUIRE(c.frames == frames.size());
   const uint64_t classified = c.data + c.end_markers + c.foreign + c.malformed + c.corrupt;
-  REQUIRE(classified <= c.frames && c.frames <= classified + c.unknown_stream);
+  REQUIRE(classified <= c.frames && c.frames <= classified + c.unknown_stream + c.fragments);
   uint64_t data = 0, bytes = 0, seen = 0, ended = 0;
   for (const engine::RxStreamState& s : r.streams) {
-    const stats::SequenceCounts& k = s.seq.counts();
+    const stats::SequenceCounts k = s.seq.counts();
     REQUIRE(k.received == k.unique + k.duplicates);
     REQUIRE(k.reordered <= k.unique);
     REQUIRE(k.unique <= k.highest_next);  // else lost_so_far() wraps below zero
-    REQUIRE(s.latency.samples() + s.clock_behind == k.received + k.stale);
-    data += k.received + k.stale;
+    REQUIRE(s.latency.samples() + s.clock_behind == k.received + k.stale + k.implausible);
+    data += k.received + k.stale + k.implausible;
+    if (s.ended) REQUIRE(s.end.total_sent >= k.highest_next);  // a believed total is never below what arrived
     bytes += s.payload_bytes;
     seen += s.seen;
     ended += s.ended;
@@ -177,6 +180,16 @@ void run(FuzzedDataProvider& in) {
   std::vector<engine::RxResult> workers{r};
   const report::RxSummary sum = report::summarize(workers, in.ConsumeBool() ? 0 : in.ConsumeIntegral<uint64_t>());
   REQUIRE(sum.received == sum.unique + sum.duplicates);
+  // The summary is the (saturating) sum of its rows, whatever the input claimed.
+  uint64_t rows_lost = 0, rows_unique = 0, rows_dup = 0, senders_received = 0;
+  for (const report::StreamRow& row : sum.streams) {
+    rows_lost = report::sat_add(rows_lost, row.lost);
+    rows_unique = report::sat_add(rows_unique, row.unique);
+    rows_dup = report::sat_add(rows_dup, row.duplicates);
+  }
+  for (const report::SenderRow& g : sum.senders) senders_received = report::sat_add(senders_received, g.received);
+  if (!sum.lost_from_expect) REQUIRE(sum.lost == rows_lost);
+  REQUIRE(sum.unique == rows_unique && sum.duplicates == rows_dup && senders_received == rows_unique);
   (void)report::format_table(sum, false);
   (void)report::to_json(sum, false).dump();
 }

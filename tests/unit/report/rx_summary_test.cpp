@@ -19,9 +19,11 @@ using rateline::wire::EndMarkerBody;
 
 constexpr uint32_t kPayload = 1400;
 
+// One sender's streams 0..n-1 (as run_rx keys them: same address and sender id).
 RxResult worker(size_t streams = 4) {
   RxResult r;
   r.streams.resize(streams);
+  for (size_t i = 0; i < streams; ++i) r.streams[i].key.stream = static_cast<uint16_t>(i);
   return r;
 }
 
