@@ -77,8 +77,29 @@ class Lab:
             if p.poll() is None:
                 p.kill()
                 p.wait()
-        for ns in (self.ns_a, self.ns_b):
+        for ns in [self.ns_a, self.ns_b] + getattr(self, "extra_ns", []):
             sh("ip", "netns", "del", ns, check=False)
+
+    def add_sender(self, idx):
+        """A further sender namespace joined to B by a veth pair of its own
+        (198.18.<subnet + 10 * idx>.0/30): (ns, if, ip, B's address on that link).
+        Deleted with the lab."""
+        uid = f"{os.getpid() % 100000}"
+        ns = f"rlt{uid}{idx}s"
+        ifs, ifb = f"rl{uid}{idx}s"[:15], f"rl{uid}{idx}r"[:15]
+        net = int(self.ip_a.split(".")[2]) + 10 * idx
+        ip_s, ip_r = f"198.18.{net}.1", f"198.18.{net}.2"
+        self.extra_ns = getattr(self, "extra_ns", []) + [ns]
+        sh("ip", "netns", "add", ns)
+        sh("ip", "link", "add", ifs, "netns", ns, "type", "veth", "peer", "name", ifb, "netns", self.ns_b)
+        sh("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", ns=ns)
+        for n, ifn, ip in ((ns, ifs, ip_s), (self.ns_b, ifb, ip_r)):
+            sh("ip", "addr", "add", f"{ip}/30", "dev", ifn, ns=n)
+            sh("ip", "link", "set", ifn, "up", ns=n)
+        sh("ip", "link", "set", "lo", "up", ns=ns)
+        sh("ip", "neigh", "replace", ip_r, "lladdr", self.mac(self.ns_b, ifb), "dev", ifs, "nud", "permanent", ns=ns)
+        sh("ip", "neigh", "replace", ip_s, "lladdr", self.mac(ns, ifs), "dev", ifb, "nud", "permanent", ns=self.ns_b)
+        return ns, ifs, ip_s, ip_r
 
     @staticmethod
     def mac(ns, ifn):
