@@ -110,5 +110,7 @@ TEST(Protocol, EveryRxBackendCanBeAskedForButNotItsEalArguments) {
   }
   // EAL arguments can load shared objects: the receiver's operator sets them (ceiling --serve --rx-dpdk-args).
   auto m = parse("TRIAL id=1 size=1400 port=9000 backend=dpdk dpdk_args=--no-pci", &err);
-  if (m) EXPECT_FALSE(trial_from(*m, &code, &err));
+  if (m) {
+    EXPECT_FALSE(trial_from(*m, &code, &err));
+  }
 }
