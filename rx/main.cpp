@@ -220,9 +220,6 @@ int main(int argc, char** argv) {
     std::printf("rx: listening on %s%s, backend %s, %u worker(s); placement: %s\n", bind.text().c_str(),
                 drivers::is_raw(choice.backend) ? (" (tapping " + iface.name + ")").c_str() : "",
                 choice.note.c_str(), cfg.threads, placement.text.c_str());
-    std::printf("rx: stream state: at most %u sender x stream pairs per worker, %" PRIu64
-                " MiB for all workers at most, taken as streams appear\n",
-                cfg.max_streams, (cfg.stream_state_bytes + (1 << 20) - 1) >> 20);
 #if RATELINE_HAVE_XDP
     if (xdp_rx && cfg.layers)
       std::printf("rx: layers: XDP program (%s) on %s counts our frames and passes them on; the sockets count them again\n",
@@ -254,6 +251,9 @@ int main(int argc, char** argv) {
                 cfg.rcvbuf_bytes == 0 ? " (kernel default)"
                 : sock.rcvbuf_forced ? " (SO_RCVBUFFORCE)"
                                      : " (SO_RCVBUF, capped by net.core.rmem_max: run as root to force)");
+    std::printf("rx: stream state: at most %u sender x stream pairs per worker, %" PRIu64
+                " MiB for all workers at most, taken as streams appear\n",
+                cfg.max_streams, (cfg.stream_state_bytes + (1 << 20) - 1) >> 20);
     report_capabilities("rx", main_caps, workers);
     std::fflush(stdout);
     json.write({{"type", "start"}, {"tool", "rx"}, {"bind", bind.text()},

@@ -16,7 +16,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from inject_frames import frame, payload  # noqa: E402
-from netlab import RX, Checks, Lab, finish, result_record, start_rx  # noqa: E402
+from netlab import RX, Checks, Lab, finish, read_until, result_record, start_rx  # noqa: E402
 
 FLOOD = 20000
 MAX_STREAMS = 1000
@@ -48,6 +48,7 @@ with tempfile.TemporaryDirectory() as tmp, Lab("m", subnet=14) as lab:
     rx_json = os.path.join(tmp, "rx.json")
     rx = start_rx(lab, ["--backend", "uring", "--max-streams", str(MAX_STREAMS), "--idle", "1", "--json", rx_json,
                         "--quiet"])
+    rx.startup += read_until(rx, "rx: stream state")[1]  # printed after the receive buffer line
     m = re.search(r"stream state: at most (\d+) .*?, (\d+) MiB", rx.startup)
     c.true("rx prints its stream-state bound at start", m is not None, rx.startup)
     bound_mib = int(m.group(2)) if m else 0
@@ -71,6 +72,7 @@ with tempfile.TemporaryDirectory() as tmp, Lab("m", subnet=14) as lab:
 
     # Reserved, not touched: 65536 streams cost their state only when streams appear.
     rx = start_rx(lab, ["--max-streams", "65536", "--idle", "1", "--duration", "1", "--quiet"])
+    rx.startup += read_until(rx, "rx: stream state")[1]
     m = re.search(r"(\d+) MiB for all workers", rx.startup)
     idle_kib = rss_kib(rx.pid)
     finish(rx)
