@@ -158,7 +158,7 @@ std::span<const engine::RxFrame> SocketRxQueue::poll(uint32_t n) {
   if (got <= 0) return {};
   for (int i = 0; i < got; ++i) {
     frames_[i].len = msgs_[i].msg_len;
-    frames_[i].from = net::SenderAddress::from_sockaddr(sources_[i]);
+    frames_[i].from = net::SenderAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&sources_[i]));
   }
   return {frames_.data(), static_cast<size_t>(got)};
 }

@@ -204,9 +204,8 @@ std::span<const engine::RxFrame> UringRxQueue::poll(uint32_t n) {
     // counted like the socket backend does.
     frames_[got].data = static_cast<const uint8_t*>(io_uring_recvmsg_payload(out, &recv_shape_));
     frames_[got].len = io_uring_recvmsg_payload_length(out, cqe->res, &recv_shape_);
-    sockaddr_storage from{};
-    std::memcpy(&from, io_uring_recvmsg_name(out), std::min<size_t>(out->namelen, sizeof(sockaddr_in6)));
-    frames_[got].from = net::SenderAddress::from_sockaddr(from);
+    // The name sits in the buffer, 8-byte aligned after io_uring_recvmsg_out, room for a sockaddr_in6.
+    frames_[got].from = net::SenderAddress::from_sockaddr(static_cast<const sockaddr*>(io_uring_recvmsg_name(out)));
     ++got;
   }
   io_uring_cq_advance(ring, seen);

@@ -34,14 +34,15 @@ struct SenderAddress {
     a.port = port;
     return a;
   }
-  static SenderAddress from_sockaddr(const sockaddr_storage& ss) {
-    if (ss.ss_family == AF_INET) {
-      const auto& s4 = reinterpret_cast<const sockaddr_in&>(ss);
-      return v4(reinterpret_cast<const uint8_t*>(&s4.sin_addr), ntohs(s4.sin_port));
+  // `sa` holds a whole sockaddr_in or sockaddr_in6 (what recvmsg wrote).
+  static SenderAddress from_sockaddr(const sockaddr* sa) {
+    if (sa->sa_family == AF_INET) {
+      const auto* s4 = reinterpret_cast<const sockaddr_in*>(sa);
+      return v4(reinterpret_cast<const uint8_t*>(&s4->sin_addr), ntohs(s4->sin_port));
     }
-    if (ss.ss_family == AF_INET6) {
-      const auto& s6 = reinterpret_cast<const sockaddr_in6&>(ss);
-      return v6(s6.sin6_addr.s6_addr, ntohs(s6.sin6_port));
+    if (sa->sa_family == AF_INET6) {
+      const auto* s6 = reinterpret_cast<const sockaddr_in6*>(sa);
+      return v6(s6->sin6_addr.s6_addr, ntohs(s6->sin6_port));
     }
     return {};
   }

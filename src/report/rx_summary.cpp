@@ -72,26 +72,22 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
         weight = q.received;
         r.jitter_ns = st.jitter.jitter_ns();
       }
+      // Markers not believed: every copy minus those behind the believed total.
+      uint64_t believed_votes = 0;
       if (st.ended) {
-        // Believed copies count as evidence; the others are named.
         r.ended = true;
         r.sent = st.end.total_sent;
+        r.announced = std::max(r.announced, st.end.stream_count);
         any_end = &st.end;
+        for (int i = 0; i < 2; ++i)
+          if (st.markers.votes[i] && st.markers.candidate[i].total_sent == st.end.total_sent)
+            believed_votes += st.markers.votes[i];
       }
+      r.implausible_markers =
+          sat_add(r.implausible_markers, st.markers.copies > believed_votes ? st.markers.copies - believed_votes : 0);
       r.highest_next = std::max(r.highest_next, q.highest_next);
     }
   }
-  // Markers that were not believed: every copy minus those behind the believed total.
-  for (const auto& w : workers)
-    for (const engine::RxStreamState& st : w.streams) {
-      auto it = rows.find(st.key);
-      if (it == rows.end()) continue;
-      uint64_t believed_votes = 0;
-      for (int i = 0; i < 2; ++i)
-        if (st.ended && st.markers.votes[i] && st.markers.candidate[i].total_sent == st.end.total_sent)
-          believed_votes += st.markers.votes[i];
-      it->second.implausible_markers = sat_add(it->second.implausible_markers, st.markers.copies > believed_votes ? st.markers.copies - believed_votes : 0);
-    }
   s.all_ended = true;
   uint64_t streams_seen = 0;
   uint64_t first = ~0ull, last = 0, best = 0;
@@ -144,14 +140,9 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
     if (r.ended) {
       ++g.streams_ended;
       g.sent = sat_add(g.sent, r.sent);
+      g.streams_announced = std::max<uint32_t>(g.streams_announced, r.announced);
     }
   }
-  for (const auto& w : workers)
-    for (const engine::RxStreamState& st : w.streams)
-      if (st.ended) {
-        auto it = senders.find({address_only(st.key.from), st.key.sender});
-        if (it != senders.end()) it->second.streams_announced = std::max<uint32_t>(it->second.streams_announced, st.end.stream_count);
-      }
   for (auto& [k, g] : senders) {
     g.all_ended = g.streams_ended == g.streams && g.streams_ended >= g.streams_announced;
     s.all_ended &= g.all_ended;

@@ -22,6 +22,7 @@ struct StreamRow {
   uint64_t implausible_markers = 0;  // end markers not believed (wrong, disputed or unconfirmed)
   uint64_t received = 0, unique = 0, lost = 0, reordered = 0, duplicates = 0, stale = 0, corrupt = 0;
   uint64_t sent = 0;       // from the end marker; 0 when none arrived
+  uint16_t announced = 0;  // streams its sender ran, by the believed end marker
   uint64_t highest_next = 0;  // one past the highest sequence seen
   bool ended = false;
   uint64_t payload_bytes = 0;

@@ -25,7 +25,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hostile_frames import ETH_P_ALL, capture  # noqa: E402
+from hostile_frames import capture, open_raw  # noqa: E402
 from inject_frames import frame, payload  # noqa: E402
 
 
@@ -44,11 +44,7 @@ def main():
     ap.add_argument("--wait", type=float, default=0.3, help="seconds into the stream before forging")
     o = ap.parse_args()
 
-    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-    tx.bind((o.iface, 0))
-    sniff = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-    sniff.bind((o.iface, 0))
-    src_mac = tx.getsockname()[4]
+    tx, sniff, src_mac = open_raw(o.iface)
     dmac = bytes.fromhex(o.dst_mac.replace(":", ""))
     sip, dip = socket.inet_aton(o.src), socket.inet_aton(o.dst)
     print("ready", flush=True)

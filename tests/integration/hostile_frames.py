@@ -71,6 +71,15 @@ def with_udp_checksum(f):
     return f[:udp + 6] + struct.pack("!H", csum) + f[udp + 8:]
 
 
+def open_raw(iface):
+    """A sending and a sniffing AF_PACKET socket on iface, and iface's MAC."""
+    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    tx.bind((iface, 0))
+    sniff = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    sniff.bind((iface, 0))
+    return tx, sniff, tx.getsockname()[4]
+
+
 def main():
     ap = argparse.ArgumentParser()
     for a in ("iface", "src", "dst", "dst_mac"):
@@ -86,11 +95,7 @@ def main():
     o = ap.parse_args()
 
     rnd = random.Random(o.seed)
-    tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-    tx.bind((o.iface, 0))
-    sniff = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-    sniff.bind((o.iface, 0))
-    src_mac = tx.getsockname()[4]
+    tx, sniff, src_mac = open_raw(o.iface)
     dmac = bytes.fromhex(o.dst_mac.replace(":", ""))
     sip, dip = socket.inet_aton(o.src), socket.inet_aton(o.dst)
     # Source ports of our own: never pktgen's, so the capture never takes ours.
