@@ -119,7 +119,7 @@ int other_cpu(int cpu, const std::vector<int>& allowed) {
 }  // namespace
 
 Engine::Engine(const EngineOptions& opt)
-    : buffers_(opt.qd, opt.max_slot_bytes), ring_(ring_entries(opt.qd), opt.taskrun), free_slots_(opt.qd), slot_block_(opt.qd) {
+    : buffers_(opt.qd, opt.max_slot_bytes), ring_(ring_entries(opt.qd), opt.taskrun), free_slots_(opt.qd), slot_state_(opt.qd) {
   if (const std::string e = ring_.register_ring_fd(); !e.empty()) notes_.push_back(e + " (io_uring_enter looks the ring fd up each call)");
 
   if (opt.fixed_buffers) {
@@ -198,7 +198,7 @@ struct LoopState {
   SqeTemplate tmpl;
   const SlotBuffers* buffers;
   uint32_t* free_slots;
-  uint64_t* slot_block;
+  SlotState* slots;
   uint32_t buffer_mask;  // slot & mask picks the buffer: ~0 = its own, 0 = slot 0's
 };
 
@@ -255,6 +255,7 @@ PhaseResult run_blocks(const LoopState& s, const PhasePlan& plan, std::atomic<ui
 
   r.start_ns = now_ns();
   while (inflight || (!halt && next < plan.blocks)) {
+    const uint32_t nfree_before = nfree;
     while (!halt && nfree && next < plan.blocks) {
       const uint32_t slot = s.free_slots[--nfree];
       // Without --verify the bytes do not matter: a buffered request shares
@@ -268,10 +269,17 @@ PhaseResult run_blocks(const LoopState& s, const PhasePlan& plan, std::atomic<ui
       io_uring_prep_rw(s.tmpl.opcode, sqe, s.tmpl.fd, buf, bs32, off);
       sqe->flags = s.tmpl.flags;
       sqe->user_data = slot;
-      s.slot_block[slot] = next;
+      s.slots[slot].block = next;
       ++next;
       ++r.submitted;
       ++inflight;
+    }
+    if (nfree != nfree_before) {
+      // One stamp for the batch, after the buffers are filled (a --verify
+      // pattern is not I/O time): the kernel sees these requests in the
+      // enter below. free_slots[nfree, nfree_before) are the slots just taken.
+      const uint64_t submit_ns = now_ns();
+      for (uint32_t i = nfree; i < nfree_before; ++i) s.slots[s.free_slots[i]].submit_ns = submit_ns;
     }
     const unsigned want = halt ? inflight : std::min(inflight, plan.wait_batch);
     const int rc = io_uring_submit_and_wait(ring, want);
@@ -282,9 +290,15 @@ PhaseResult run_blocks(const LoopState& s, const PhasePlan& plan, std::atomic<ui
       r.left_in_flight = inflight;
       break;
     }
+    // The tail (an acquire load) before the clock: every completion counted
+    // in `ready` was posted before reaped_ns, so no latency comes out short.
+    // One posted while we reap waits for the next round and its stamp.
+    const unsigned ready = io_uring_cq_ready(ring);
+    const uint64_t reaped_ns = now_ns();
     unsigned head, seen = 0, reaped = 0;
     io_uring_cqe* cqe;
     io_uring_for_each_cqe(ring, head, cqe) {
+      if (seen == ready) break;
       ++seen;
       // Only a slot index may index the slot arrays: anything else (a tag
       // like kFsyncTag) is not one of this loop's requests.
@@ -295,8 +309,9 @@ PhaseResult run_blocks(const LoopState& s, const PhasePlan& plan, std::atomic<ui
       if (res == static_cast<int>(bs32)) {
         ++r.blocks_ok;
         r.bytes_ok += bs;
+        r.completion_ns.record(reaped_ns - s.slots[slot].submit_ns);
         if constexpr (!kWrite && kVerify) {
-          const uint64_t off = s.slot_block[slot] * bs;
+          const uint64_t off = s.slots[slot].block * bs;
           const BlockCheck c = check_block(s.buffers->slot(slot), bs, off, plan.seed);
           if (!c) {
             if (r.verify_failures++ == 0) {
@@ -308,7 +323,7 @@ PhaseResult run_blocks(const LoopState& s, const PhasePlan& plan, std::atomic<ui
       } else if (!r.error) {
         r.error = res < 0 ? -res : (kWrite ? ENOSPC : EIO);
         if (res >= 0) r.short_bytes = res;
-        r.error_offset = s.slot_block[slot] * bs;
+        r.error_offset = s.slots[slot].block * bs;
         halt = true;
       }
       s.free_slots[nfree++] = slot;
@@ -341,7 +356,7 @@ PhaseResult Engine::run(const PhasePlan& plan, std::atomic<uint64_t>& blocks_don
   s.ring = ring_.get();
   s.buffers = &buffers_;
   s.free_slots = free_slots_.data();
-  s.slot_block = slot_block_.data();
+  s.slots = slot_state_.data();
   s.buffer_mask = plan.verify || plan.buffer_per_request ? ~0u : 0u;
   s.tmpl.fd = files_registered_ ? 0 : fd_;
   s.tmpl.flags = files_registered_ ? IOSQE_FIXED_FILE : 0;
