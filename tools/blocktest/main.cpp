@@ -207,6 +207,7 @@ int main(int argc, char** argv) {
     const bool interrupted = sweeper.interrupted() || stop_signal_number() != 0;
     std::printf("\n%s\n%s\n", result_table(results, true, run, cfg.compare_dd).c_str(),
                 result_table(results, false, run, cfg.compare_dd).c_str());
+    std::printf("%s\n%s\n", latency_table(results, true).c_str(), latency_table(results, false).c_str());
     std::printf("%s\n", worker_table(results, watch.counts_punts()).c_str());
     if (const std::string d = device_table(results); !d.empty()) std::printf("%s\n", d.c_str());
     const std::string problems = problem_lines(results);

@@ -89,7 +89,38 @@ PhaseOutcome unsupported_phase(const FsOutcome& f) {
   return p;
 }
 
+// The nearest-rank per-mille quantile: the histogram's quantile(q) takes
+// the sample of rank round(q * n); asking for exactly ceil(n * permille /
+// 1000) / n makes that the nearest rank, computed in integers (0.999 * n
+// in floating point can land on either side of a whole number).
+uint64_t nearest_rank(const stats::LatencyHistogram& h, uint64_t permille) {
+  const uint64_t n = h.samples();
+  const uint64_t rank = (n * permille + 999) / 1000;
+  return h.quantile(static_cast<double>(rank) / static_cast<double>(n));
+}
+
+// Latency in microseconds, three significant figures where they fit.
+std::string us_text(uint64_t ns) {
+  const double us = static_cast<double>(ns) / 1e3;
+  return fmt(us < 10 ? "%.2f" : us < 1000 ? "%.1f" : "%.0f", us);
+}
+
+std::string clat_text(const LatencySummary& l) {
+  return us_text(l.p50_ns) + "/" + us_text(l.p99_ns) + "/" + us_text(l.p99_9_ns) + "/" + us_text(l.max_ns) + " us";
+}
+
 }  // namespace
+
+LatencySummary summarize_latency(const stats::LatencyHistogram& h) {
+  LatencySummary l;
+  l.samples = h.samples();
+  if (!l.samples) return l;
+  l.p50_ns = nearest_rank(h, 500);
+  l.p99_ns = nearest_rank(h, 990);
+  l.p99_9_ns = nearest_rank(h, 999);
+  l.max_ns = h.max();
+  return l;
+}
 
 const char* status_name(Status s) {
   switch (s) {
@@ -143,6 +174,31 @@ std::string result_table(const std::vector<FsOutcome>& fss, bool write, const Ru
   }
   if (any_partial) o += "* partial: the size stopped part way (see below); the rate covers what completed\n";
   if (any_bad) o += "! verify failures in this size (see below)\n";
+  return o;
+}
+
+std::string latency_table(const std::vector<FsOutcome>& fss, bool write) {
+  constexpr int kNum = 9;  // "  12345.6"
+  auto right = [](const std::string& v) { return std::string(static_cast<size_t>(std::max(0, kNum - static_cast<int>(v.size()))), ' ') + v; };
+  std::string o = std::string("blocktest disk ") + (write ? "write" : "read") +
+                  " completion latency per block, us (submission to reaped completion, as fio's clat; p50/p99/p99.9 at most " +
+                  fmt("%.1f", 100.0 * kLatencyRelError) + "% high, max exact)\n";
+  o += pad("block", 8);
+  for (const FsOutcome& f : fss) o += pad(f.name, 4 * kNum + 2);
+  o += "\n" + pad("(bytes)", 8);
+  for (size_t i = 0; i < fss.size(); ++i) o += right("p50") + right("p99") + right("p99.9") + right("max") + "  ";
+  o += "\n";
+  for (uint64_t bs : all_sizes(fss)) {
+    o += pad(size_label(bs), 8);
+    for (const FsOutcome& f : fss) {
+      const SizeOutcome* s = find_size(f, bs);
+      const PhaseOutcome p = s ? phase(*s, write) : unsupported_phase(f);
+      const LatencySummary& l = p.clat;
+      o += l.samples ? right(us_text(l.p50_ns)) + right(us_text(l.p99_ns)) + right(us_text(l.p99_9_ns)) + right(us_text(l.max_ns)) + "  "
+                     : pad(right(cell_word(p)), 4 * kNum + 2);
+    }
+    o += "\n";
+  }
   return o;
 }
 
@@ -236,6 +292,7 @@ std::string detail_line(const std::string& fs, const SizeOutcome& s, bool write)
                 static_cast<double>(w.worker_wait_ns) / 1e9, static_cast<double>(w.self_cpu_ns) / 1e9,
                 static_cast<double>(w.self_wait_ns) / 1e9, static_cast<unsigned long long>(w.self_switches));
   std::string line = buf;
+  if (p.clat.samples) line += "; clat p50/p99/p99.9/max " + clat_text(p.clat);
   if (!write && !p.cache.empty()) line += "; cache: " + p.cache;
   if (p.device_known)
     line += "; device " + std::to_string(p.device_requests) + " requests (" + std::to_string(p.device_merges) + " merged), " +
@@ -249,7 +306,7 @@ std::string csv(const std::vector<FsOutcome>& fss, const RunDescription& run) {
   std::string o =
       "fs,mode,qd,block_bytes,phase,status,bytes,blocks,requests,seconds,mib_s,fsync_s,enters,punts,workers,worker_cpu_s,"
       "worker_wait_s,submitter_cpu_s,submitter_sleeps,verify_failures,dd_mib_s,ratio_vs_dd,device_requests,device_merges,"
-      "device_bytes,cache,note\n";
+      "device_bytes,clat_p50_ns,clat_p99_ns,clat_p99_9_ns,clat_max_ns,cache,note\n";
   for (const FsOutcome& f : fss) {
     std::vector<SizeOutcome> rows = f.sizes;
     if (!f.supported && rows.empty()) {
@@ -275,6 +332,9 @@ std::string csv(const std::vector<FsOutcome>& fss, const RunDescription& run) {
              (p.device_known ? std::to_string(p.device_requests) + "," + std::to_string(p.device_merges) + "," +
                                    std::to_string(p.device_bytes)
                              : std::string(",,")) +
+             "," + (p.clat.samples ? std::to_string(p.clat.p50_ns) + "," + std::to_string(p.clat.p99_ns) + "," +
+                                         std::to_string(p.clat.p99_9_ns) + "," + std::to_string(p.clat.max_ns)
+                                   : std::string(",,,")) +
              "," + json_escape_csv(p.cache) + "," + json_escape_csv(p.note.empty() ? f.reason : p.note) + "\n";
       }
     }
@@ -301,6 +361,12 @@ nlohmann::json phase_record(const std::string& fs, const SizeOutcome& s, bool wr
                       {"device_bytes", p.device_known ? nlohmann::json(p.device_bytes) : nlohmann::json(nullptr)},
                       {"device_busy_ms", p.device_known ? nlohmann::json(p.device_busy_ms) : nlohmann::json(nullptr)},
                       {"note", p.note}};
+  // Per-block completion latency (LatencySummary), null when no block completed.
+  const auto clat = [&p](uint64_t ns) { return p.clat.samples ? nlohmann::json(ns) : nlohmann::json(nullptr); };
+  j["clat_p50_ns"] = clat(p.clat.p50_ns);
+  j["clat_p99_ns"] = clat(p.clat.p99_ns);
+  j["clat_p99_9_ns"] = clat(p.clat.p99_9_ns);
+  j["clat_max_ns"] = clat(p.clat.max_ns);
   if (!write) j["cache"] = p.cache;
   if (p.error) j["errno"] = p.error;
   if (!p.verify_note.empty()) j["verify_note"] = p.verify_note;
@@ -316,7 +382,9 @@ nlohmann::json run_record(const RunDescription& r) {
   return {{"type", "start"}, {"tool", "blocktest"}, {"mode", r.mode}, {"qd", r.qd}, {"wait_batch", r.wait_batch},
           {"totals", r.totals}, {"fsync", r.fsync}, {"prealloc", r.prealloc}, {"verify", r.verify},
           {"cache_policy", r.cache_policy}, {"placement", r.placement}, {"ring", r.ring},
-          {"punt_method", r.punt_method}, {"notes", r.notes}};
+          {"punt_method", r.punt_method}, {"notes", r.notes},
+          // How far above the true value a reported clat percentile may be (LatencySummary).
+          {"clat_max_rel_error", kLatencyRelError}};
 }
 
 std::string svg_plot(const std::vector<FsOutcome>& fss, const std::string& title) {

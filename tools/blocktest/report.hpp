@@ -13,6 +13,8 @@ namespace rateline::blocktest {
 // The seed's layout: block-size rows, one column per filesystem, MiB/s;
 // with --compare-dd each filesystem gets a dd column and a ratio column.
 std::string result_table(const std::vector<FsOutcome>& fss, bool write, const RunDescription& run, bool with_dd);
+// Per-block completion latency, p50 / p99 / p99.9 / max in us, per size and filesystem, of one phase.
+std::string latency_table(const std::vector<FsOutcome>& fss, bool write);
 // Share of requests handed to io-wq workers, per size, write | read.
 std::string worker_table(const std::vector<FsOutcome>& fss, bool exact);
 // Device requests per block, per size and filesystem; "" when no device was counted.

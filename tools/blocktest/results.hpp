@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "planner.hpp"
+#include "stats/latency.hpp"
 #include "worker_watch.hpp"
 
 namespace rateline::blocktest {
@@ -21,6 +22,19 @@ enum class Status {
 };
 const char* status_name(Status s);
 
+// A phase's per-block completion latency (fio's clat; engine.hpp says what
+// is timed), summarised from its histogram after the phase. Percentiles
+// are nearest-rank, as fio's: p99 is the smallest latency that at least
+// 99% of the blocks did not exceed. Each is reported as the upper bound of
+// the histogram bucket holding it: never below the true value and at most
+// kLatencyRelError above it (exact below 16 ns); max is exact.
+struct LatencySummary {
+  uint64_t samples = 0;  // blocks completed whole: PhaseOutcome::blocks
+  uint64_t p50_ns = 0, p99_ns = 0, p99_9_ns = 0, max_ns = 0;
+};
+inline constexpr double kLatencyRelError = 1.0 / stats::LatencyHistogram::kSub;  // 12.5%
+LatencySummary summarize_latency(const stats::LatencyHistogram& h);
+
 struct PhaseOutcome {
   Status status = Status::not_run;
   std::string note;            // why n/a / the error, in words
@@ -29,6 +43,7 @@ struct PhaseOutcome {
   uint64_t requests = 0;       // requests issued, the fsync included
   double seconds = 0, fsync_seconds = 0;
   uint64_t enters = 0;         // io_uring_enter calls
+  LatencySummary clat;
   WorkerUsage workers;
   // The device's own count of this phase's direction (DeviceCounts): requests
   // it completed, how many bios the block layer merged into them, bytes.

@@ -156,6 +156,7 @@ PhaseOutcome Sweeper::run_phase(const std::string& label, bool write, const Size
   o.seconds = r.seconds();
   o.fsync_seconds = static_cast<double>(r.fsync_ns) / 1e9;
   o.enters = r.enters;
+  o.clat = summarize_latency(r.completion_ns);
   // A request the kernel cut short for the stop signal (-EINTR in its
   // completion) is the interruption, not a failure of the filesystem.
   const bool interrupted = r.stopped && r.error == EINTR;
