@@ -5,6 +5,7 @@ filesystem for ENOSPC, a raw loop device (--device). Checks results for every
 size, the output formats, that existing files are never touched, and that no
 file, loop device, image or mount is left behind (also after Ctrl-C).
 Small --total everywhere: the whole test takes well under a minute."""
+import csv
 import hashlib
 import json
 import os
@@ -81,6 +82,21 @@ def by_size(recs, fs):
     return {(r["block_bytes"], r["phase"]): r for r in recs if r["fs"] == fs}
 
 
+CLAT = ("clat_p50_ns", "clat_p99_ns", "clat_p99_9_ns", "clat_max_ns")
+
+
+def clat_problems(recs):
+    """Result records with blocks whose completion latencies are missing, out of order or zero."""
+    bad = []
+    for r in recs:
+        if not r.get("blocks"):
+            continue
+        v = [r.get(k) for k in CLAT]
+        if None in v or not (v[0] <= v[1] <= v[2] <= v[3]) or v[3] <= 0:
+            bad.append((r["fs"], r["block_bytes"], r["phase"], v))
+    return bad
+
+
 c = Checks("blocktest")
 if not os.access(BLOCKTEST, os.X_OK):
     print(f"FAIL: {BLOCKTEST} not built")
@@ -125,9 +141,20 @@ try:
                     c.eq(f"tmpfs {bs} B {ph}: verify failures", rec["verify_failures"], 0)
         c.true("tmpfs: the table has every size", all(f"\n{lab} " in r.stdout for lab in ("8", "512", "4k", "1M")), r.stdout[-800:])
         c.true("tmpfs: says whether workers served the run", "served by io-wq workers" in r.stdout)
+        c.eq("tmpfs: p50 <= p99 <= p99.9 <= max > 0 for every size and phase", clat_problems(records(js)), [])
+        c.true("tmpfs: completion latency tables, write and read",
+               "write completion latency per block" in r.stdout and "read completion latency per block" in r.stdout, r.stdout[-1500:])
         with open(cs) as f:
             rows = f.read().strip().splitlines()
         c.eq("CSV rows: header + 18 sizes x 2 phases", len(rows), 1 + 36)
+        with open(cs) as f:
+            table = list(csv.DictReader(f))
+        c.true("CSV header has the latency columns", table and all(k in table[0] for k in CLAT), rows[0])
+        def as_csv(x, k):  # the JSON value of the row's (size, phase), as the CSV writes it
+            v = recs[(int(x["block_bytes"]), x["phase"])][k]
+            return "" if v is None else str(v)
+        disagree = [(x["block_bytes"], x["phase"]) for x in table if [x[k] for k in CLAT] != [as_csv(x, k) for k in CLAT]]
+        c.eq("CSV latency columns agree with the JSON", disagree, [])
         try:
             root = ET.parse(sv).getroot()
             c.true("SVG is an svg document with one line per fs and phase",
@@ -181,6 +208,7 @@ try:
         missing = [(bs, ph) for bs in SIZES for ph in ("write", "read")
                    if got.get((bs, ph), {}).get("status") != "ok" or not got[(bs, ph)].get("mib_s")]
         c.eq(f"--fs {fs}: a result for every size and phase", missing, [])
+    c.eq("--fs: p50 <= p99 <= p99.9 <= max > 0 for every size and phase", clat_problems(recs), [])
     vfat = [x for x in records(js, "fs") if x["fs"] == "vfat"]
     c.true("--fs vfat: has an fs record", len(vfat) == 1)
     if vfat and not vfat[0]["supported"]:
@@ -200,6 +228,9 @@ try:
         want = "ok" if bs >= align else "not_applicable"
         c.eq(f"--direct {bs} B write", got.get((bs, "write"), {}).get("status"), want)
     c.true("--direct: n/a explained", "n/a at 8" in r.stdout and "O_DIRECT alignment" in r.stdout, r.stdout[-400:])
+    c.eq("--direct: p50 <= p99 <= p99.9 <= max > 0 where blocks ran", clat_problems(records(js)), [])
+    c.true("--direct: n/a sizes have no latency",
+           all(x["clat_max_ns"] is None for x in got.values() if x["status"] == "not_applicable"))
     # O_DIRECT bypasses the page cache: the loop device under ext4 saw at least
     # every block blocktest counts (plus the journal on writes).
     short = [(bs, ph, x.get("device_bytes"), x["bytes"]) for (bs, ph), x in got.items()
