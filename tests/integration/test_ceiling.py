@@ -31,17 +31,23 @@
    ledger, none unattributed. The back-to-back burst must match what the tbf
    holds: (queue + bucket) / frame. CSV, JSON lines and the SVG (rendered
    with rsvg-convert to a PNG of sane size) are checked too, and the lab must
-   be gone afterwards.
+   be gone afterwards. Under the sanitizer stage (RATELINE_SANITIZED) the same
+   search runs with 0.5 s trials: its job there is memory errors on every path
+   (search, set-aside, confirmations, ledger, back-to-back, outputs), and the
+   NDR, reported and not checked there, would need the 3 s (0.5 s lets the
+   queue pass 6.3% above the rate). Every other check above stands.
 2. Throttled receiver, across the control protocol over TCP (two-host mode
    between two namespaces): rx with a 16 KiB receive buffer and the test aid
    --test-slow-us (the agent runs with --serve-allow-test-aids); every missing
-   packet must be a socket drop in the ledger.
+   packet must be a socket drop in the ledger. Resolution 5%: the rate found
+   is not checked (only that there is one, and where the losses were), and
+   this noisy receiver took ~40 trials to close a 1% bracket.
    Plain rx must print the same attribution at the end of its own run.
 3. The control protocol: malformed, oversized and out-of-order requests get
    ERR, a second client gets ERR busy, and the server keeps serving.
 4. Every backend. Receivers (rx --backend uring, afpacket, afxdp, xdp, dpdk on
    net_af_packet) behind the same tbf, in shorter searches (1 s trials, first
-   trial at 1.15x the shaped rate, the same two-trial rule): NDR within -10%..+5% of the shaped rate
+   trial at 1.15x the shaped rate, 5% resolution, the same two-trial rule): NDR within -10%..+5% of the shaped rate
    (1 s trials let the 79 KB queue pass 3.2% above it; below, a host stall
    longer than the queue drops in tbf with the sender on schedule: a CI run
    lost 14 packets at 2% under the rate, NDR -3.1%; precision is part 1's
@@ -73,6 +79,9 @@ SHAPE = f"tbf rate {SHAPE_MBIT}mbit burst 32kbit latency 30ms"
 TBF_LIMIT = SHAPE_MBIT * 1e6 / 8 * 0.030 + 4000  # bytes: rate * latency + burst (how tc computes limit)
 TBF_BUCKET = 4000                                # 32 kbit
 SANITIZED = os.environ.get("RATELINE_SANITIZED", "")  # set by tools/check.d/10-sanitize
+# Part 1's trial length: 3 s where the NDR is checked against the shaper (see above); 0.5 s under the
+# sanitizers, where it is reported only and the same paths run in a third of the time (120 -> 40 s).
+SHAPED_TRIAL = "0.5s" if SANITIZED else "3s"
 
 
 def protocol_client(host, port):
@@ -148,7 +157,7 @@ def records(path, kind):
 def shaped_search(c, tmp):
     j, svg, csv, csv_t = (os.path.join(tmp, n) for n in ("c.json", "c.svg", "c.csv", "ct.csv"))
     t0 = time.time()
-    p = subprocess.Popen([CEILING, "--frame-sizes", "512", "--size", "1400", "--trial", "3s", "--resolution", "1%",
+    p = subprocess.Popen([CEILING, "--frame-sizes", "512", "--size", "1400", "--trial", SHAPED_TRIAL, "--resolution", "1%",
                           "--rate-trials", "2", "--exceed-ratio", "0.5",
                           "--tests", "throughput,back-to-back", "--b2b-repeats", "2", "--tx-backend", "socket",
                           "--rx-backend", "socket", "--shape", SHAPE, "--json", j, "--svg", svg, "--csv", csv,
@@ -156,7 +165,7 @@ def shaped_search(c, tmp):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = p.communicate(timeout=360)
     print(out[-2500:])
-    print(f"(shaped search took {time.time() - t0:.0f} s)")
+    print(f"(shaped search, {SHAPED_TRIAL} trials, took {time.time() - t0:.0f} s)")
     c.eq("ceiling exit code", p.returncode, 0)
     if p.returncode != 0:
         print(err[-2000:])
@@ -260,6 +269,7 @@ def throttled_receiver(c, tmp):
         t0 = time.time()
         p = subprocess.run(["ip", "netns", "exec", lab.ns_a, CEILING, "--remote", f"{lab.ip_b}:7710", "--dst", lab.ip_b,
                             "--frame-sizes", "none", "--size", "1400", "--trial", "0.5s", "--max-trials", "16",
+                            "--resolution", "5%",
                             # A 16 KB buffer rides out a 4 ms stall of this VM at most: a rate
                             # that lost gets a second trial (one run found no NDR in 10 trials).
                             "--rate-trials", "2", "--exceed-ratio", "0.5",
@@ -389,17 +399,19 @@ def every_backend(c, tmp):
                 continue
             j = os.path.join(tmp, f"{role}-{backend}.json")
             if role == "rx":
+                # Resolution 5%: what is checked here is -10%..+5% (precision is part 1's); the 1% bracket took
+                # three more failing rates, two trials each, per backend.
                 args = ["--shape", SHAPE, "--trial", "1s", "--max-rate", f"{expect * 1.15:.0f}", "--max-trials", "10",
-                        "--rate-trials", "2", "--exceed-ratio", "0.5",
+                        "--resolution", "5%", "--rate-trials", "2", "--exceed-ratio", "0.5",
                         "--tx-backend", "socket", "--rx-backend", backend]
             else:
                 # First trial at 200 kpps: in reach of the socket receiver (~300 kpps at 1400 B here), so an NDR comes
                 # within the budget whatever the sender's own top speed.
-                args = ["--trial", "0.5s", "--max-rate", "200k", "--max-trials", "4", "--tx-backend", backend,
-                        "--rx-backend", "socket"]
+                args = ["--trial", "0.5s", "--max-rate", "200k", "--max-trials", "4", "--resolution", "1%",
+                        "--tx-backend", backend, "--rx-backend", "socket"]
             t0 = time.time()
             p = subprocess.run([CEILING, "--frame-sizes", "none", "--size", str(payload), "--tests", "throughput",
-                                "--resolution", "1%", "--json", j, "--pktgen", PKTGEN, "--rx", RX, "--quiet"] + args,
+                                "--json", j, "--pktgen", PKTGEN, "--rx", RX, "--quiet"] + args,
                                capture_output=True, text=True, timeout=240)
             what = f"{role} {backend}"
             print(f"-- {what} ({time.time() - t0:.0f} s): " + " | ".join(
