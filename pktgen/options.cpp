@@ -6,7 +6,7 @@
 #include "net/frame.hpp"
 #include "net/iface.hpp"
 #include "pktgen_config.hpp"
-#include "registry.hpp"
+#include "backend.hpp"
 #include "topo/topology.hpp"
 #include "util/cli.hpp"
 #include "util/clock.hpp"

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "engine/rx_loop.hpp"
-#include "registry.hpp"
+#include "backend.hpp"
 #include "rx_config.hpp"
 #include "topo/topology.hpp"
 #include "util/cli.hpp"

@@ -1,5 +1,7 @@
 #include "dpdk/dpdk_port.hpp"
 
+#include <linux/capability.h>
+
 #include <dirent.h>
 #include <net/if.h>
 #include <sched.h>
@@ -18,7 +20,6 @@
 #include <sstream>
 
 #include "net/iface.hpp"
-#include "registry.hpp"
 #include "topo/topology.hpp"
 #include "util/errors.hpp"
 #include "util/privileges.hpp"
@@ -168,7 +169,7 @@ void init_eal(std::vector<std::string> args, const std::string& note) {
   // its creator's. So this thread narrows itself to DPDK's running set first
   // and no EAL thread ever holds more (util/privileges.hpp). Unprivileged, or
   // where the drop fails, EAL runs with what we have and init says why.
-  const std::vector<int> running = capabilities_after_setup(Backend::dpdk);
+  const std::vector<int> running = dpdk_running_capabilities();
   keep_only_capabilities(running);
   const int rc = rte_eal_init(static_cast<int>(args.size()), argv.data());
   if (rc < 0) {
@@ -207,6 +208,12 @@ void check(int rc, const std::string& what) {
 }
 
 }  // namespace
+
+std::vector<int> dpdk_running_capabilities() {
+  // The PMDs' own control paths (tap netlink, link state ioctls) and EAL
+  // teardown (hugepage and runtime files) run after setup.
+  return {CAP_NET_RAW, CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_IPC_LOCK, CAP_DAC_OVERRIDE};
+}
 
 DpdkPort::DpdkPort(const DpdkPortConfig& cfg) {
   const auto queues = static_cast<uint16_t>(cfg.worker_cpus.size());

@@ -115,6 +115,9 @@ class DpdkPort {
   std::string peer_why_ = "no destination given";
 };
 
+// The capabilities a DPDK run keeps after setup (the EAL's threads start with these).
+std::vector<int> dpdk_running_capabilities();
+
 // "ipackets 0, opackets 100003, imissed 0, ierrors 0, oerrors 0, rx_nombuf 0; xstats: tx_good_packets 100003, ..."
 std::string dpdk_counters_text(const DpdkCounters& c);
 // {"port", "driver", "ipackets", ..., "xstats": {name: value}} for the JSON result.

@@ -46,6 +46,11 @@ uint16_t SocketAddress::port() const {
   return ntohs(reinterpret_cast<const sockaddr_in*>(&storage)->sin_port);
 }
 
+net::IpAddress SocketAddress::ip() const {
+  if (is_v6()) return net::IpAddress::v6(reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr);
+  return net::IpAddress::v4(reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr);
+}
+
 SocketAddress make_address(const std::string& ip, uint16_t port) {
   SocketAddress a;
   auto* v4 = reinterpret_cast<sockaddr_in*>(&a.storage);

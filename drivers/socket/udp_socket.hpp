@@ -8,6 +8,8 @@
 
 #include <sys/socket.h>
 
+#include "net/frame.hpp"
+
 namespace rateline::drivers {
 
 struct SocketAddress {
@@ -16,6 +18,7 @@ struct SocketAddress {
   bool is_v6() const { return storage.ss_family == AF_INET6; }
   std::string text() const;  // "127.0.0.1:9000", "[::1]:9000"
   uint16_t port() const;
+  net::IpAddress ip() const;
 };
 
 // Parses a numeric IPv4/IPv6 address (no DNS: a measurement tool must not

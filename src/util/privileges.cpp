@@ -65,6 +65,12 @@ CapabilityDrop keep_only_capabilities(std::span<const int> keep) {
   return r;
 }
 
+std::vector<int> bpf_user_capabilities() {
+  // A kernel knows CAP_BPF (Linux 5.8) when its last capability is at least that.
+  if (last_cap() >= CAP_BPF) return {CAP_NET_RAW, CAP_NET_ADMIN, CAP_BPF, CAP_PERFMON};
+  return {CAP_NET_RAW, CAP_NET_ADMIN, CAP_SYS_ADMIN};
+}
+
 std::string capability_names(uint64_t mask) {
   static const char* const names[] = {
       "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID",

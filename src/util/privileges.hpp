@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace rateline {
 
@@ -24,6 +25,12 @@ struct CapabilityDrop {
 };
 
 CapabilityDrop keep_only_capabilities(std::span<const int> keep);
+
+// What a user of XDP or AF_XDP keeps: map reads and BPF_PROG_RUN go through
+// bpf(), gated on bpf_capable(): CAP_BPF, or CAP_SYS_ADMIN on kernels older
+// than 5.8 that have no CAP_BPF. Detaching our program at exit is netlink
+// (CAP_NET_ADMIN); nothing looks a program up by id (that would need CAP_SYS_ADMIN).
+std::vector<int> bpf_user_capabilities();
 
 // "CAP_NET_RAW,CAP_NET_ADMIN" for a mask; "none" for 0.
 std::string capability_names(uint64_t mask);

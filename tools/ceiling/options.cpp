@@ -7,7 +7,7 @@
 #include "config.hpp"
 #include "net/frame.hpp"
 #include "process.hpp"
-#include "registry.hpp"
+#include "backend.hpp"
 #include "report/output_file.hpp"
 #include "server.hpp"
 #include "util/cli.hpp"

@@ -1,4 +1,5 @@
 #include "protocol.hpp"
+#include "backend.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -101,9 +102,12 @@ std::optional<TrialRequest> trial_from(const Message& m, std::string* code, std:
       !num("threads", false, 1, 64, threads) || !num("rcvbuf", false, 0, 1ull << 30, rcvbuf))
     return std::nullopt;
   if (const std::string* b = m.get("backend")) {
-    static const char* const backends[] = {"auto", "socket", "uring", "afpacket", "afxdp", "xdp", "dpdk"};
-    if (std::find_if(std::begin(backends), std::end(backends), [&](const char* n) { return *b == n; }) == std::end(backends))
-      return fail("bad-value", "backend=" + *b + " is not one of auto, socket, uring, afpacket, afxdp, xdp, dpdk");
+    const std::vector<std::string> names = drivers::backend_choices();
+    if (std::find(names.begin(), names.end(), *b) == names.end()) {
+      std::string list;
+      for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+      return fail("bad-value", "backend=" + *b + " is not one of " + list);
+    }
     t.backend = *b;
   }
   t.id = id;

@@ -1,3 +1,4 @@
+#include "backend.hpp"
 #include "trial.hpp"
 
 #include <poll.h>
@@ -215,7 +216,8 @@ TrialOutcome TrialRunner::run(const TrialSpec& spec) {
   path.corrupt = rx.value("corrupt", uint64_t{0});
   path.socket_drops = rx.value("socket_drops", uint64_t{0});
   // Backends that take frames below the UDP layer: the stack's UDP counters are not on their path.
-  path.raw_receiver = o.rx_backend == "afpacket" || o.rx_backend == "afxdp" || o.rx_backend == "xdp" || o.rx_backend == "dpdk";
+  const drivers::BackendDescriptor* rx_backend = drivers::find_backend(o.rx_backend);
+  path.raw_receiver = rx_backend && rx_backend->frames;
   path.receiver_backend = o.rx_backend;
   path.sender = ledger::delta(before, after);
   path.sender_device = device_;

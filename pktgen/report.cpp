@@ -1,0 +1,154 @@
+#include "report.hpp"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "report/rates.hpp"
+#include "util/clock.hpp"
+#include "util/errors.hpp"
+#include "util/stop_signal.hpp"
+
+namespace rateline::pktgen {
+namespace {
+
+// Exit codes (README "Exit codes").
+constexpr int kExitVerdict = 3;  // the OS refused packets (sender errors)
+
+const char* layer_name(RateLayer l) { return l == RateLayer::l1 ? "L1" : l == RateLayer::l2 ? "L2" : "payload"; }
+
+std::string settings_of(const Config& cfg) { return report::settings_text(cfg.burst, cfg.delay_ns, cfg.count, cfg.size); }
+
+}  // namespace
+
+void report_start(const Config& cfg, const Run& run, report::JsonLines& json) {
+  const std::string settings = settings_of(cfg);
+  std::printf("pktgen: %s -> %s, %u B payload (%u B L2 frame), backend %s; sender id %u\n", settings.c_str(),
+              run.dst.text().c_str(), cfg.size, run.sizes.l2, run.choice.note.c_str(), run.sender_id);
+  std::printf("pktgen: link %s; placement: %s\n", run.link.text().c_str(), run.placement.text.c_str());
+  for (const std::string& line : run.backend->start_lines()) std::printf("pktgen: %s\n", line.c_str());
+  std::printf("pktgen: send stamps: %s\n", run.stamps.c_str());
+  if (run.asked_pps) {
+    const double pps = *run.asked_pps;
+    std::printf("pktgen: rate asked %s %s = %.0f pps (%.2f Mbit/s payload, %.2f L2, %.2f L1)\n",
+                units::si(cfg.rate->value, 2).c_str(),
+                cfg.rate->unit == units::RateUnit::pps ? "pps" : (std::string("bit/s ") + layer_name(cfg.rate_layer)).c_str(),
+                pps, pps * run.sizes.payload * 8 / 1e6, pps * run.sizes.l2 * 8 / 1e6, pps * run.sizes.l1 * 8 / 1e6);
+  }
+  std::fflush(stdout);
+  json.write({{"type", "start"}, {"tool", "pktgen"}, {"settings", settings}, {"dst", run.dst.text()},
+              {"backend", run.choice.backend->name}, {"backend_note", run.choice.note},
+              {"burst", cfg.burst}, {"delay_ns", cfg.delay_ns}, {"count", cfg.count}, {"size", cfg.size},
+              {"threads", cfg.threads}, {"streams", run.streams}, {"sender_id", run.sender_id},
+              {"placement", run.placement.text}, {"stamps", run.stamps},
+              {"rate_pps_asked", run.asked_pps ? nlohmann::json(*run.asked_pps) : nlohmann::json(nullptr)}});
+}
+
+void Progress::maybe_report(const Config& cfg, const Run& run, uint64_t now, report::JsonLines& json) {
+  if (cfg.quiet || now - last_ns_ < kNsPerSec) return;
+  uint64_t sent = 0;
+  for (const auto& w : run.workers) sent += w->latest.counters.packets;
+  const double dt = static_cast<double>(now - last_ns_) / 1e9;
+  const report::Rates r = report::rates_for(sent - last_sent_, run.sizes, dt);
+  const auto pct = report::line_rate_percent(r, run.link.speed_mbps);
+  const std::string pct_text = pct ? (std::to_string(static_cast<int>(*pct + 0.5)) + "% of " + run.link.device +
+                                      (run.link.nominal ? " (nominal)" : ""))
+                                   : "line rate n/a";
+  const double t_s = static_cast<double>(now - t0_ns_) / 1e9;
+  std::printf("%7.1fs  sent %-10" PRIu64 " %9s pps  %9.2f Mbit/s payload  %9.2f L2  %9.2f L1  %s\n", t_s, sent,
+              units::si(r.pps).c_str(), r.payload_mbps, r.l2_mbps, r.l1_mbps, pct_text.c_str());
+  std::fflush(stdout);
+  json.write({{"type", "progress"}, {"tool", "pktgen"}, {"t_s", t_s}, {"sent", sent}, {"pps", r.pps},
+              {"payload_mbps", r.payload_mbps}, {"l2_mbps", r.l2_mbps}, {"l1_mbps", r.l1_mbps}});
+  last_ns_ = now;
+  last_sent_ = sent;
+}
+
+int report_result(const Config& cfg, const Run& run, report::JsonLines& json) {
+  stats::TxCounters total;
+  stats::InBurstRate in_burst;
+  uint64_t first = ~0ull, last = 0;
+  std::string errors;
+  bool stalled = false;
+  uint32_t stamp_clock_breaks = 0;
+  nlohmann::json streams = nlohmann::json::array();
+  for (const auto& w : run.workers) {
+    if (!w->error.empty()) errors += (errors.empty() ? "" : "; ") + w->error;
+    const stats::TxCounters& c = w->result.counters;
+    total.packets += c.packets;
+    total.payload_bytes += c.payload_bytes;
+    total.failed += c.failed;
+    total.retries += c.retries;
+    total.end_markers += c.end_markers;
+    total.pace_slips += c.pace_slips;
+    // Workers send at the same time: their in-burst rates add up.
+    const stats::InBurstRate ib = stats::in_burst_rate(c);
+    in_burst.mean_pps += ib.mean_pps;
+    in_burst.peak_pps += ib.peak_pps;
+    if (c.last_error) total.last_error = c.last_error;
+    if (c.packets) {
+      first = std::min(first, c.first_ns);
+      last = std::max(last, c.last_ns);
+    }
+    stalled |= w->result.stalled;
+    stamp_clock_breaks += w->result.stamp_clock_breaks;
+    for (const auto& f : w->result.flows) streams.push_back({{"stream", f.stream}, {"sent", f.next_seq}});
+  }
+  const double seconds = last > first ? static_cast<double>(last - first) / 1e9 : 0.0;
+  const report::Rates r = report::rates_for(total.packets, run.sizes, seconds);
+  const auto pct = report::line_rate_percent(r, run.link.speed_mbps);
+  const bool interrupted = stop_signal_number() != 0;
+  const std::string settings = settings_of(cfg);
+
+  std::printf("\n%-22s %10s %12s %20s %12s %12s %12s\n", "Settings(b,t,n,s)", "Time", "Sent", "Speed(Mbit/s data)",
+              "pps", "L2 Mbit/s", "L1 Mbit/s");
+  std::printf("%-22s %9.3fs %12" PRIu64 " %20.2f %12.0f %12.2f %12.2f\n", settings.c_str(), seconds, total.packets,
+              r.payload_mbps, r.pps, r.l2_mbps, r.l1_mbps);
+  if (pct) std::printf("line rate: %.1f%% of %s (L1 bits)%s\n", *pct, run.link.text().c_str(), run.link.nominal ? ", nominal speed" : "");
+  if (run.asked_pps)
+    std::printf("rate: asked %.0f pps, achieved %.0f pps (%.1f%%)\n", *run.asked_pps, r.pps,
+                *run.asked_pps > 0 ? r.pps * 100 / *run.asked_pps : 0.0);
+  if (in_burst.peak_pps > 0)
+    std::printf("in-burst rate: %.0f pps over whole bursts, peak %.0f pps (the fastest burst)\n", in_burst.mean_pps,
+                in_burst.peak_pps);
+  if (total.failed)
+    std::printf("sender errors: %" PRIu64 " packets refused by the OS (%s); they count as lost at the receiver\n",
+                total.failed, errno_text(total.last_error).c_str());
+  std::printf("end markers: %" PRIu64 " sent; backend retries: %" PRIu64 "; pace slips: %" PRIu64 "%s\n",
+              total.end_markers, total.retries, total.pace_slips, interrupted ? "; interrupted by signal" : "");
+  if (stalled) std::printf("warning: the backend accepted nothing for 2 s: run stopped early (%s)\n", errno_text(total.last_error).c_str());
+  if (stamp_clock_breaks)
+    std::printf("send stamps: the TSC left CLOCK_MONOTONIC's pace in %u worker(s); from then on their stamps were "
+                "clock_gettime per packet\n", stamp_clock_breaks);
+  if (!errors.empty()) std::fprintf(stderr, "pktgen: %s\n", errors.c_str());
+  if (const std::string advice = run.backend->advice(); !advice.empty()) std::fprintf(stderr, "pktgen: %s\n", advice.c_str());
+  std::fflush(stdout);
+  nlohmann::json result = {{"type", "result"}, {"tool", "pktgen"}, {"settings", settings}, {"time_s", seconds},
+              {"sent", total.packets}, {"payload_bytes", total.payload_bytes}, {"failed", total.failed},
+              {"retries", total.retries}, {"end_markers", total.end_markers}, {"pace_slips", total.pace_slips},
+              {"pps", r.pps},
+              {"in_burst_pps", in_burst.peak_pps > 0 ? nlohmann::json(in_burst.mean_pps) : nlohmann::json(nullptr)},
+              {"in_burst_peak_pps", in_burst.peak_pps > 0 ? nlohmann::json(in_burst.peak_pps) : nlohmann::json(nullptr)},
+              {"payload_mbps", r.payload_mbps}, {"l2_mbps", r.l2_mbps}, {"l1_mbps", r.l1_mbps},
+              {"line_rate_pct", pct ? nlohmann::json(*pct) : nlohmann::json(nullptr)}, {"line_rate_basis", "l1"},
+              {"link", run.link.device},
+              {"link_speed_mbps", run.link.speed_mbps ? nlohmann::json(*run.link.speed_mbps) : nlohmann::json(nullptr)},
+              {"link_nominal", run.link.nominal},
+              {"rate_pps_asked", run.asked_pps ? nlohmann::json(*run.asked_pps) : nlohmann::json(nullptr)},
+              {"interrupted", interrupted}, {"stalled", stalled}, {"stamp_clock_breaks", stamp_clock_breaks},
+              {"errors", errors}, {"streams", streams}, {"sender_id", run.sender_id}};
+  for (const std::string& line : run.backend->end_lines()) std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+  run.backend->add_to_result(result);
+  json.write(result);
+  // After the report: a full disk costs the JSON, never the numbers on the terminal.
+  if (const std::string e = json.finish(); !e.empty()) {
+    std::fprintf(stderr, "pktgen: %s\n", e.c_str());
+    return 1;
+  }
+  if (!errors.empty() && total.packets == 0) return 1;
+  if (stalled) return 1;
+  // Packets the OS refused were counted as sent attempts: a CI job must not read that as a clean run.
+  return total.failed ? kExitVerdict : 0;
+}
+
+}  // namespace rateline::pktgen

@@ -1,0 +1,190 @@
+#include "setup.hpp"
+
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "net/iface.hpp"
+#include "util/clock.hpp"
+#include "util/errors.hpp"
+#include "util/stamp_clock.hpp"
+#include "wire/test_payload.hpp"
+
+namespace rateline::pktgen {
+namespace {
+
+// The source address the kernel would use towards dst ("" if none).
+std::string local_address_towards(const drivers::SocketAddress& dst) {
+  const int fd = ::socket(dst.storage.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return {};
+  std::string ip;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&dst.storage), dst.len) == 0) {
+    drivers::SocketAddress local;
+    local.len = sizeof local.storage;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local.storage), &local.len) == 0) {
+      ip = local.text();
+      ip = ip.substr(0, ip.rfind(':'));
+      if (!ip.empty() && ip.front() == '[') ip = ip.substr(1, ip.size() - 2);
+    }
+  }
+  ::close(fd);
+  return ip;
+}
+
+// What the kernel's tables say about whole frames towards dst through
+// `device`: interface, MACs, addresses; why_not says why they cannot be built.
+drivers::FramePath kernel_frame_path(const Config& cfg, const drivers::SocketAddress& dst, const std::string& local_ip,
+                                     const std::string& device, const net::FrameSizes& sizes) {
+  drivers::FramePath r;
+  if (device.empty()) {
+    r.why_not = "no interface found towards " + cfg.dst + " (give --device)";
+    return r;
+  }
+  try {
+    r.iface = net::interface_info(device);
+  } catch (const std::exception& e) {
+    r.why_not = e.what();
+    return r;
+  }
+  r.endpoints.dst_ip = dst.ip();
+  r.endpoints.src_ip = drivers::make_address(local_ip.empty() ? (dst.is_v6() ? "::" : "0.0.0.0") : local_ip, 0).ip();
+  r.endpoints.dst_port = cfg.port;
+  r.endpoints.src_mac = r.iface.mac;
+  if (device == "lo") {
+    // Frames injected on lo take the kernel's input route, where a loopback
+    // address is a martian (unless route_localnet): they would all vanish.
+    r.why_not = "raw frames on lo never reach a local socket (loopback addresses are martians on input)";
+    return r;
+  }
+  if (!cfg.dst_mac.empty()) {
+    r.endpoints.dst_mac = net::parse_mac(cfg.dst_mac);
+  } else if (auto mac = net::neighbour_mac(r.endpoints.dst_ip, r.iface.index)) {
+    r.endpoints.dst_mac = *mac;
+  } else {
+    r.why_not = "no neighbour entry for " + cfg.dst + " on " + device +
+                " (ping it once so the kernel resolves its MAC, or give --dst-mac)";
+    return r;
+  }
+  if (r.iface.mtu && sizes.l3 > r.iface.mtu)
+    r.why_not = "frames of " + std::to_string(sizes.l3) + " B IP exceed the MTU " + std::to_string(r.iface.mtu) + " of " + device;
+  return r;
+}
+
+double rate_to_pps(const Config& cfg, const net::FrameSizes& sizes) {
+  const units::Rate& r = *cfg.rate;
+  if (r.unit == units::RateUnit::pps) return r.value;
+  const uint32_t bytes = cfg.rate_layer == RateLayer::l1 ? sizes.l1 : cfg.rate_layer == RateLayer::l2 ? sizes.l2 : sizes.payload;
+  return r.value / (8.0 * bytes);
+}
+
+// Non-zero and unpredictable: two runs from one address and port differ.
+uint16_t draw_sender_id() {
+  uint16_t id = 0;
+  while (id == 0)
+    if (getrandom(&id, sizeof id, 0) != static_cast<ssize_t>(sizeof id)) id = static_cast<uint16_t>(now_ns() ^ getpid());
+  return id;
+}
+
+std::string engine_stamps() {
+  if (!tsc_stamp_basis()) return "clock_gettime(CLOCK_MONOTONIC) per packet";
+  return std::string("CLOCK_MONOTONIC read at least every 100 us, extended per packet by the TSC (") +
+         tsc_stamp_basis() + "; RATELINE_TSC_STAMPS=0: clock_gettime per packet)";
+}
+
+}  // namespace
+
+Run set_up(const Config& cfg) {
+  Run run;
+  run.dst = drivers::make_address(cfg.dst, cfg.port);  // checked by parse_options
+  run.sizes = net::FrameSizes::for_payload(cfg.size, cfg.ipv6);
+  // A backend whose frames bypass the kernel (a DPDK port) has no path MTU: its own setup checks.
+  const drivers::BackendDescriptor* asked = drivers::find_backend(cfg.backend);
+  if (const uint32_t mtu = asked && asked->frames && !asked->kernel_interface ? 0 : drivers::path_mtu(run.dst, cfg.device);
+      mtu && run.sizes.l3 > mtu)
+    throw SetupError("--size " + std::to_string(cfg.size) + " does not fit the path MTU " + std::to_string(mtu) +
+                     " towards " + cfg.dst + ": at most " + std::to_string(mtu - (run.sizes.l3 - cfg.size)) +
+                     " bytes of UDP payload");
+  drivers::TxOptions o;
+  o.dst = run.dst;
+  o.local_ip = cfg.src_ip.empty() ? local_address_towards(run.dst) : cfg.src_ip;
+  const std::string device = cfg.device.empty() ? report::device_for_local_address(o.local_ip) : cfg.device;
+  run.link = report::link_info(device);
+  o.kernel_path = kernel_frame_path(cfg, run.dst, o.local_ip, device, run.sizes);
+  run.choice = drivers::choose_backend(cfg.backend, drivers::Direction::tx, o.kernel_path.why_not.empty(),
+                                       o.kernel_path.why_not);
+  const drivers::BackendDescriptor& desc = *run.choice.backend;
+  run.placement = topo::place_workers(cfg.threads, cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores);
+
+  // Flows: one per source port, dealt round-robin to workers; stream id = flow index.
+  std::vector<uint16_t> ports;
+  if (cfg.src_ports)
+    for (uint32_t p = cfg.src_ports->first; p <= cfg.src_ports->last; ++p) ports.push_back(static_cast<uint16_t>(p));
+  else
+    ports.assign(cfg.threads, 0);
+  run.streams = static_cast<uint16_t>(ports.size());
+
+  o.device = cfg.device;
+  o.payload_bytes = cfg.size;
+  o.slot_bytes = std::max(cfg.size, wire::kEndMarkerMinPayloadBytes);
+  o.batch = cfg.batch;
+  o.sndbuf_bytes = cfg.sndbuf_bytes;
+  o.gso = cfg.gso;
+  o.ipv6 = cfg.ipv6;
+  o.streams = run.streams;
+  o.dst_mac = cfg.dst_mac;
+  o.eal_args = cfg.dpdk_args;
+  o.placement = run.placement;
+  run.backend = desc.open_tx(o);
+  const drivers::FramePath path = desc.frames ? run.backend->frame_path(o) : drivers::FramePath{};
+  if (auto link = run.backend->link()) run.link = *link;
+  run.stamps = run.backend->stamp_source().value_or(engine_stamps());
+
+  pace::PacePlan pace = pace::PacePlan::for_delay(cfg.burst, cfg.delay_ns);
+  if (cfg.rate) {
+    run.asked_pps = rate_to_pps(cfg, run.sizes);
+    pace = pace::PacePlan::for_rate(cfg.burst, *run.asked_pps / cfg.threads);  // each worker carries its share
+  }
+  // This run's sender id: the receiver tells runs from one address apart by it
+  // (a restarted pktgen is a new sender, not a storm of duplicates).
+  run.sender_id = draw_sender_id();
+
+  const uint32_t end_len = wire::end_marker_plan(cfg.size).len;
+  for (unsigned i = 0; i < cfg.threads; ++i) {
+    auto w = std::make_unique<Worker>();
+    w->cpu = run.placement.worker_cpus[i];
+    w->queue.index = i;
+    engine::TxPlan& plan = w->plan;
+    for (size_t f = i; f < ports.size(); f += cfg.threads) {
+      engine::TxFlow flow;
+      flow.stream = static_cast<uint16_t>(f);
+      flow.queue_flow = static_cast<uint16_t>(w->queue.src_ports.size());
+      w->queue.src_ports.push_back(ports[f]);
+      if (desc.frames) {
+        net::UdpEndpoints ep = path.endpoints;
+        // Frames bind no socket: an unset source port gets a fixed one per stream.
+        ep.src_port = ports[f] ? ports[f] : static_cast<uint16_t>(40000 + f);
+        flow.headers_len = static_cast<uint32_t>(net::build_udp_headers(flow.headers, ep, cfg.size));
+        net::build_udp_headers(flow.end_headers, ep, end_len);
+      }
+      plan.flows.push_back(flow);
+    }
+    plan.quota = cfg.count ? cfg.count / cfg.threads + (i < cfg.count % cfg.threads ? 1 : 0) : 0;
+    plan.duration_ns = cfg.duration_ns;
+    plan.pace = pace;
+    plan.payload = wire::PayloadPlan::make(cfg.size, wire::kHeaderBytes / 8, run.sender_id);
+    plan.end_payload = wire::end_marker_plan(cfg.size, run.sender_id);
+    plan.end_body.delay_ns = cfg.delay_ns;
+    plan.end_body.count = cfg.count;
+    plan.end_body.burst = cfg.burst;
+    plan.end_body.stream_count = run.streams;
+    plan.end_body.data_size = static_cast<uint16_t>(cfg.size);
+    plan.end_markers = cfg.end_markers;
+    plan.batch = cfg.batch;
+    plan.ipv6 = cfg.ipv6;
+    run.workers.push_back(std::move(w));
+  }
+  return run;
+}
+
+}  // namespace rateline::pktgen

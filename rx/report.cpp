@@ -1,0 +1,96 @@
+#include "report.hpp"
+
+#include <cinttypes>
+#include <cstdio>
+#include <optional>
+
+#include "report/rx_summary.hpp"
+#include "util/privileges.hpp"
+#include "util/stop_signal.hpp"
+
+namespace rateline::rx {
+
+void report_start(const Config& cfg, const Run& run, report::JsonLines& json) {
+  const CapabilityDrop main_caps = keep_only_capabilities(run.choice.backend->capabilities());
+  const drivers::RxWorkerInfo& first = run.workers.front()->info;
+  std::printf("rx: listening on %s%s, backend %s, %u worker(s); placement: %s\n", run.bind.text().c_str(),
+              run.choice.backend->frames ? (" (tapping " + run.iface_name + ")").c_str() : "",
+              run.choice.note.c_str(), cfg.threads, run.placement.text.c_str());
+  for (const std::string& line : run.backend->buffer_lines(first)) std::printf("rx: %s\n", line.c_str());
+  std::printf("rx: stream state: at most %u sender x stream pairs per worker, %" PRIu64
+              " MiB for all workers at most, taken as streams appear\n",
+              cfg.max_streams, (cfg.stream_state_bytes + (1 << 20) - 1) >> 20);
+  for (const std::string& line : run.backend->start_lines()) std::printf("rx: %s\n", line.c_str());
+  report_capabilities("rx", main_caps, run.workers);
+  std::fflush(stdout);
+  json.write({{"type", "start"}, {"tool", "rx"}, {"bind", run.bind.text()},
+              {"backend", run.choice.backend->name}, {"backend_note", run.choice.note},
+              {"threads", cfg.threads}, {"rcvbuf_bytes", first.socket.rcvbuf_bytes},
+              {"rcvbuf_forced", first.socket.rcvbuf_forced}, {"placement", run.placement.text}, {"expect", cfg.expect}});
+}
+
+int report_result(const Config& cfg, Run& run, const std::string& ended_by, report::JsonLines& json) {
+  std::vector<engine::RxResult> results;
+  uint64_t ring_empty = 0;
+  std::string errors;
+  for (auto& w : run.workers) {
+    if (!w->error.empty()) errors += (errors.empty() ? "" : "; ") + w->error;
+    results.push_back(std::move(w->result));
+    ring_empty += w->info.buffer_ring_empty;
+  }
+  run.backend->finish(results);
+  const report::RxSummary summary = report::summarize(results, cfg.expect);
+  const bool uring = std::string(run.choice.backend->name) == "uring";
+  std::printf("\n%s", report::format_table(summary, cfg.ipv6).c_str());
+  std::printf("ended by: %s%s\n", ended_by.c_str(),
+              uring ? (", io_uring buffer ring ran dry " + std::to_string(ring_empty) + " times").c_str() : "");
+  ledger::Path drop_path;
+  drop_path.missing = summary.lost;
+  drop_path.sent = summary.unique + summary.lost;
+  drop_path.received = summary.unique;
+  drop_path.corrupt = summary.totals.corrupt;
+  drop_path.socket_drops = summary.totals.backend_drops;
+  drop_path.raw_receiver = run.backend->workers_see_frames();
+  drop_path.receiver_backend = run.choice.backend->name;
+  drop_path.receiver = ledger::delta(run.ledger_start, ledger::read_counters(run.ledger_scope));
+  const ledger::Ledger drops = ledger::reconcile(drop_path);
+  std::printf("%s", ledger::format(drops).c_str());
+  std::printf("%s", run.backend->end_text(summary).c_str());
+  // The verdict a CI job reads from the exit code.
+  const uint64_t loss_base = summary.all_ended ? summary.sent_by_markers : report::sat_add(summary.unique, summary.lost);
+  const double loss_pct = loss_base ? 100.0 * static_cast<double>(summary.lost) / static_cast<double>(loss_base) : 0.0;
+  std::string verdict_failed;
+  if ((cfg.expect || cfg.expect_senders) && summary.unique == 0)
+    verdict_failed = "nothing arrived (" + std::string(cfg.expect ? "--count" : "--expect-senders") + " was given)";
+  else if (cfg.expect_senders && summary.senders.size() < cfg.expect_senders)
+    verdict_failed = std::to_string(summary.senders.size()) + " sender(s) heard, --expect-senders " +
+                     std::to_string(cfg.expect_senders);
+  else if (cfg.max_loss_pct >= 0 && loss_pct > cfg.max_loss_pct)
+    verdict_failed = "loss " + std::to_string(loss_pct) + "% exceeds --max-loss " + std::to_string(cfg.max_loss_pct) + "%";
+  if (!verdict_failed.empty()) std::printf("verdict: FAILED: %s\n", verdict_failed.c_str());
+  else if (cfg.max_loss_pct >= 0 || cfg.expect_senders) std::printf("verdict: passed\n");
+  if (!errors.empty()) std::fprintf(stderr, "rx: %s\n", errors.c_str());
+  std::fflush(stdout);
+  nlohmann::json record = report::to_json(summary, cfg.ipv6);
+  record["verdict"] = {{"max_loss_pct", cfg.max_loss_pct >= 0 ? nlohmann::json(cfg.max_loss_pct) : nlohmann::json(nullptr)},
+                       {"expect_senders", cfg.expect_senders}, {"loss_pct", loss_pct},
+                       {"passed", verdict_failed.empty()}, {"reason", verdict_failed}};
+  record["ledger"] = ledger::to_json(drops, std::nullopt, drop_path.receiver);
+  record["ended_by"] = ended_by;
+  record["interrupted"] = stop_signal_number() != 0;
+  record["backend"] = run.choice.backend->name;
+  record["buffer_ring_empty"] = ring_empty;
+  record["rcvbuf_bytes"] = run.workers.front()->info.socket.rcvbuf_bytes;
+  record["errors"] = errors;
+  run.backend->add_to_result(record, summary);
+  json.write(record);
+  // After the report: a full disk costs the JSON, never the numbers on the terminal.
+  if (const std::string e = json.finish(); !e.empty()) {
+    std::fprintf(stderr, "rx: %s\n", e.c_str());
+    return 1;
+  }
+  if (!errors.empty()) return 1;
+  return verdict_failed.empty() ? 0 : kExitVerdict;
+}
+
+}  // namespace rateline::rx

@@ -1,0 +1,74 @@
+// drivers/backend_table.cpp: the one list the programs ask, and auto's choice.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "backend.hpp"
+#include "util/errors.hpp"
+
+namespace {
+
+using namespace rateline::drivers;
+
+TEST(BackendTable, EveryBackendIsFoundByItsNameAndListedOnce) {
+  std::set<std::string> names;
+  for (const BackendDescriptor* b : backends()) {
+    ASSERT_NE(b, nullptr);
+    EXPECT_TRUE(names.insert(b->name).second) << b->name;
+    EXPECT_EQ(find_backend(b->name), b);
+    EXPECT_NE(b->why_not, nullptr) << b->name;
+    EXPECT_NE(b->capabilities, nullptr) << b->name;
+    // A backend that says it works here can be opened both ways.
+    if (b->why_not().empty()) {
+      EXPECT_NE(b->open_tx, nullptr) << b->name;
+      EXPECT_NE(b->open_rx, nullptr) << b->name;
+    }
+  }
+  for (const char* n : {"socket", "uring", "afpacket", "afxdp", "dpdk", "xdp"}) EXPECT_TRUE(names.count(n)) << n;
+  EXPECT_EQ(find_backend("auto"), nullptr);
+  EXPECT_EQ(find_backend("bogus"), nullptr);
+  const auto choices = backend_choices();
+  ASSERT_EQ(choices.size(), names.size() + 1);
+  EXPECT_EQ(choices.front(), "auto");
+}
+
+TEST(BackendTable, AutoPicksOnlyWhatItMayAndSaysWhy) {
+  for (Direction dir : {Direction::tx, Direction::rx}) {
+    const BackendChoice c = choose_backend("auto", dir, false, "no interface");
+    ASSERT_NE(c.backend, nullptr);
+    // Without an interface for frames, auto lands on a socket-layer backend.
+    EXPECT_FALSE(c.backend->frames) << c.note;
+    EXPECT_NE(dir == Direction::tx ? c.backend->auto_tx : c.backend->auto_rx, 0) << c.note;
+    EXPECT_NE(c.note.find(c.backend->name), std::string::npos) << c.note;
+  }
+  // dpdk is never auto's choice, even where frames could be built.
+  for (Direction dir : {Direction::tx, Direction::rx}) {
+    const BackendChoice c = choose_backend("auto", dir, true, "");
+    EXPECT_STRNE(c.backend->name, "dpdk");
+  }
+}
+
+TEST(BackendTable, ANamedBackendIsThatOneOrAnErrorOrItsFallback) {
+  EXPECT_EQ(choose_backend("socket", Direction::rx, false, "").note, "socket (sendmmsg/recvmmsg), as asked");
+  // A frames backend on a kernel interface cannot work without one: the reason, and what works instead.
+  try {
+    choose_backend("afpacket", Direction::tx, false, "no interface found towards 10.0.0.1 (give --device)");
+    FAIL() << "afpacket without an interface was accepted";
+  } catch (const rateline::BackendUnavailable& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("give --device"), std::string::npos) << what;
+    EXPECT_NE(what.find("--backend socket works without it"), std::string::npos) << what;
+  }
+  EXPECT_THROW(choose_backend("bogus", Direction::rx, true, ""), rateline::BackendUnavailable);
+  // io_uring names a fallback: it is itself where it works, else socket with the reason.
+  const BackendChoice uring = choose_backend("uring", Direction::rx, false, "");
+  if (find_backend("uring")->why_not().empty()) {
+    EXPECT_STREQ(uring.backend->name, "uring");
+  } else {
+    EXPECT_STREQ(uring.backend->name, "socket");
+    EXPECT_NE(uring.note.find("fallback: " + find_backend("uring")->why_not()), std::string::npos) << uring.note;
+  }
+}
+
+}  // namespace
