@@ -15,6 +15,7 @@
   X(afpacket)                \
   X(uring)                   \
   X(socket)                  \
+  X(null)                    \
   /* one line per backend above, each ending in a backslash */
 
 namespace rateline::drivers {
