@@ -25,7 +25,7 @@ TEST(BackendTable, EveryBackendIsFoundByItsNameAndListedOnce) {
       EXPECT_NE(b->open_rx, nullptr) << b->name;
     }
   }
-  for (const char* n : {"socket", "uring", "afpacket", "afxdp", "dpdk", "xdp"}) EXPECT_TRUE(names.count(n)) << n;
+  for (const char* n : {"socket", "uring", "afpacket", "afxdp", "dpdk", "xdp", "null"}) EXPECT_TRUE(names.count(n)) << n;
   EXPECT_EQ(find_backend("auto"), nullptr);
   EXPECT_EQ(find_backend("bogus"), nullptr);
   const auto choices = backend_choices();
@@ -42,14 +42,18 @@ TEST(BackendTable, AutoPicksOnlyWhatItMayAndSaysWhy) {
     EXPECT_NE(dir == Direction::tx ? c.backend->auto_tx : c.backend->auto_rx, 0) << c.note;
     EXPECT_NE(c.note.find(c.backend->name), std::string::npos) << c.note;
   }
-  // dpdk is never auto's choice, even where frames could be built.
+  // null and dpdk are never auto's choice, even where frames could be built.
   for (Direction dir : {Direction::tx, Direction::rx}) {
     const BackendChoice c = choose_backend("auto", dir, true, "");
+    EXPECT_STRNE(c.backend->name, "null");
     EXPECT_STRNE(c.backend->name, "dpdk");
   }
 }
 
 TEST(BackendTable, ANamedBackendIsThatOneOrAnErrorOrItsFallback) {
+  const BackendChoice null = choose_backend("null", Direction::tx, false, "no interface");
+  EXPECT_STREQ(null.backend->name, "null");  // needs no kernel interface
+  EXPECT_EQ(null.note, "null (no I/O: the engine's own cost), as asked");
   EXPECT_EQ(choose_backend("socket", Direction::rx, false, "").note, "socket (sendmmsg/recvmmsg), as asked");
   // A frames backend on a kernel interface cannot work without one: the reason, and what works instead.
   try {
