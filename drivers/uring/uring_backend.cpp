@@ -24,7 +24,7 @@ extern const BackendDescriptor uring_backend = {
     .auto_skip = nullptr,
     .fallback = "socket",
 #if RATELINE_HAVE_URING
-    .why_not = [] { return uring_unavailable_reason(); },
+    .why_not = [] { return uring::uring_unavailable_reason(); },
 #else
     .why_not = [] { return std::string("built without liburing"); },
 #endif

@@ -45,7 +45,7 @@ class UringTxQueue {
   const std::string& mode() const { return ring_.mode(); }
 
  private:
-  Uring ring_;
+  uring::Uring ring_;
   std::vector<int> fds_;
   std::unique_ptr<uint8_t[]> buffers_;
   std::vector<engine::TxSlot> slots_;
@@ -76,7 +76,7 @@ class UringRxQueue {
   void arm();
 
   static constexpr int kBufferGroup = 1;
-  Uring ring_;
+  uring::Uring ring_;
   RxSocketInfo info_;
   int fd_ = -1;
   uint32_t slot_bytes_ = 0;

@@ -38,7 +38,7 @@ struct Config {
   DropCache drop_cache = DropCache::file;
   Placement placement = Placement::same_cpu;
   int cpu = -1;                      // submitter CPU; -1 = the CPU we start on
-  std::string taskrun = "defer";     // ring completion mode (drivers/uring/uring.hpp)
+  std::string taskrun = "defer";     // ring completion mode (src/uring/uring.hpp)
   std::vector<std::string> filesystems;  // --fs: make each in an image on a loop device (root)
   uint64_t image_bytes = 0;          // --fs image size; 0 = sized from the sweep
   std::string device;                // --device /dev/X (with --destroy-data)

@@ -75,7 +75,7 @@ struct EngineOptions {
   bool fixed_buffers = true;
   Placement placement = Placement::same_cpu;
   int cpu = -1;                 // -1: the CPU this thread runs on now
-  drivers::Uring::TaskRun taskrun = drivers::Uring::TaskRun::defer;
+  uring::Uring::TaskRun taskrun = uring::Uring::TaskRun::defer;
 };
 
 // What the loop remembers about a slot's request in flight.
@@ -147,7 +147,7 @@ class Engine {
   // Declared before the ring, so destroyed after it: a request still in the
   // ring never outlives the memory it reads or fills.
   SlotBuffers buffers_;
-  drivers::Uring ring_;
+  uring::Uring ring_;
   std::vector<uint32_t> free_slots_;
   std::vector<SlotState> slot_state_;
   int fd_ = -1;

@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     eo.fixed_buffers = cfg.fixed_buffers;
     eo.placement = cfg.placement;
     eo.cpu = cfg.cpu;
-    eo.taskrun = cfg.taskrun == "coop" ? drivers::Uring::TaskRun::coop : drivers::Uring::TaskRun::defer;
+    eo.taskrun = cfg.taskrun == "coop" ? uring::Uring::TaskRun::coop : uring::Uring::TaskRun::defer;
     Engine engine(eo);
     WorkerWatch watch(cfg.punt_trace);  // after pinning: the counter follows this thread
 

@@ -7,7 +7,7 @@
 
 #include "util/errors.hpp"
 
-namespace rateline::drivers {
+namespace rateline::uring {
 
 Uring::Uring(unsigned entries, TaskRun taskrun) {
   struct Attempt {
@@ -100,4 +100,4 @@ std::string uring_unavailable_reason() {
   }
 }
 
-}  // namespace rateline::drivers
+}  // namespace rateline::uring

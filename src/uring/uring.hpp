@@ -13,7 +13,7 @@
 #include <span>
 #include <string>
 
-namespace rateline::drivers {
+namespace rateline::uring {
 
 class Uring {
  public:
@@ -74,4 +74,4 @@ class Uring {
 // Probes once whether io_uring works here; empty string = yes, else why not.
 std::string uring_unavailable_reason();
 
-}  // namespace rateline::drivers
+}  // namespace rateline::uring
