@@ -166,6 +166,7 @@ struct BackendDescriptor {
   // rx --xdp-cleanup IFACE: removes what a killed run left on IFACE;
   // returns what it did, ok = nothing of ours is left. nullptr = nothing to clean.
   std::string (*cleanup)(const std::string& iface, bool& ok);
+  bool moves_packets = true;   // false: no I/O at all (null): nothing a path measurement can use
 };
 
 // Every backend, in the order --backend lists them.
@@ -174,6 +175,8 @@ std::span<const BackendDescriptor* const> backends();
 const BackendDescriptor* find_backend(const std::string& name);
 // Names --backend accepts, "auto" first.
 std::vector<std::string> backend_choices();
+// The same without the backends that move no packets (a path measurement's choices).
+std::vector<std::string> path_backend_choices();
 
 struct BackendChoice {
   const BackendDescriptor* backend = nullptr;

@@ -57,6 +57,13 @@ std::vector<std::string> backend_choices() {
   return names;
 }
 
+std::vector<std::string> path_backend_choices() {
+  std::vector<std::string> names{"auto"};
+  for (const BackendDescriptor* b : kBackends)
+    if (b->moves_packets) names.emplace_back(b->name);
+  return names;
+}
+
 BackendChoice choose_backend(const std::string& requested, Direction dir, bool frames_ok,
                              const std::string& frames_why) {
   if (requested != "auto") {

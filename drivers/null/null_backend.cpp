@@ -116,6 +116,7 @@ extern const BackendDescriptor null_backend = {
     .open_tx = [](const TxOptions& o) -> std::unique_ptr<TxBackend> { return std::make_unique<NullTx>(o); },
     .open_rx = [](const RxOptions& o) -> std::unique_ptr<RxBackend> { return std::make_unique<NullRx>(o); },
     .cleanup = nullptr,
+    .moves_packets = false,
 };
 
 }  // namespace rateline::drivers

@@ -132,10 +132,10 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--drain", drain, "rx ends this long after the last packet when no end marker came")->capture_default_str();
   app.add_option("-p,--port", cfg.port, "UDP test port")->capture_default_str()->check(CLI::Range(1024, 65535));
   app.add_option("--tx-backend", cfg.tx_backend, "pktgen --backend (afpacket bypasses the qdisc: use socket to test through tc shaping)")
-      ->check(CLI::IsMember(drivers::backend_choices()))
+      ->check(CLI::IsMember(drivers::path_backend_choices()))
       ->capture_default_str();
   app.add_option("--rx-backend", cfg.rx_backend, "rx --backend")
-      ->check(CLI::IsMember(drivers::backend_choices()))
+      ->check(CLI::IsMember(drivers::path_backend_choices()))
       ->capture_default_str();
   app.add_option("--tx-dpdk-args", cfg.tx_dpdk_args,
                  "--tx-backend dpdk: pktgen's EAL arguments (local lab default: --no-pci --vdev=net_af_packet0,iface=<sender veth>)");

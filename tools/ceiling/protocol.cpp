@@ -102,7 +102,7 @@ std::optional<TrialRequest> trial_from(const Message& m, std::string* code, std:
       !num("threads", false, 1, 64, threads) || !num("rcvbuf", false, 0, 1ull << 30, rcvbuf))
     return std::nullopt;
   if (const std::string* b = m.get("backend")) {
-    const std::vector<std::string> names = drivers::backend_choices();
+    const std::vector<std::string> names = drivers::path_backend_choices();
     if (std::find(names.begin(), names.end(), *b) == names.end()) {
       std::string list;
       for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;

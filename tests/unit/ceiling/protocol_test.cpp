@@ -60,6 +60,7 @@ TEST(Protocol, TrialRoundTripAndRanges) {
 
   for (const char* bad : {"TRIAL id=1 size=1400", "TRIAL id=1 size=10 port=9000", "TRIAL id=1 size=1400 port=80",
                           "TRIAL id=0 size=1400 port=9000", "TRIAL id=1 size=1400 port=9000 backend=dpdkx",
+                          "TRIAL id=1 size=1400 port=9000 backend=null",  // receives nothing from the wire
                           "TRIAL id=1 size=1400 port=9000 threads=65", "TRIAL id=1 size=1400 port=9000 evil=1",
                           "TRIAL id=1 size=1400 port=9000 trailing text", "TRIAL id=1 size=-5 port=9000",
                           "TRIAL id=99999999999999999999 size=1400 port=9000"}) {

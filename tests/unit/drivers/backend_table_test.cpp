@@ -3,6 +3,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "backend.hpp"
 #include "util/errors.hpp"
@@ -31,6 +32,16 @@ TEST(BackendTable, EveryBackendIsFoundByItsNameAndListedOnce) {
   const auto choices = backend_choices();
   ASSERT_EQ(choices.size(), names.size() + 1);
   EXPECT_EQ(choices.front(), "auto");
+}
+
+TEST(BackendTable, PathChoicesLeaveOutWhatMovesNoPackets) {
+  const std::vector<std::string> all = backend_choices(), path = path_backend_choices();
+  const std::set<std::string> in_path(path.begin(), path.end());
+  EXPECT_EQ(path.front(), "auto");
+  for (const BackendDescriptor* b : backends()) EXPECT_EQ(in_path.count(b->name), b->moves_packets ? 1u : 0u) << b->name;
+  EXPECT_FALSE(in_path.count("null"));  // ceiling measures a path: a null sender would give an NDR of nothing
+  EXPECT_TRUE(in_path.count("socket"));
+  EXPECT_EQ(all.size(), path.size() + 1);
 }
 
 TEST(BackendTable, AutoPicksOnlyWhatItMayAndSaysWhy) {
