@@ -21,20 +21,17 @@ namespace {
 // (Documentation/networking/packet_mmap.rst, "TX_RING").
 constexpr uint32_t kTxDataOffset = TPACKET_ALIGN(sizeof(tpacket2_hdr));
 
-int open_packet_socket(int protocol) {
+OwnedFd open_packet_socket(int protocol) {
   const int fd = ::socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, protocol);
-  if (fd >= 0) return fd;
+  if (fd >= 0) return OwnedFd(fd);
   if (errno == EPERM || errno == EACCES)
     throw BackendUnavailable("AF_PACKET needs CAP_NET_RAW (run as root, or setcap cap_net_raw+ep on the binary)");
   throw BackendUnavailable("Couldn't open an AF_PACKET socket: " + errno_text(errno));
 }
 
 void set_packet_opt(int fd, int opt, int value, const char* what) {
-  if (setsockopt(fd, SOL_PACKET, opt, &value, sizeof value) != 0) {
-    const int e = errno;
-    ::close(fd);
-    throw BackendUnavailable(std::string("Couldn't set ") + what + " on the AF_PACKET socket: " + errno_text(e));
-  }
+  if (setsockopt(fd, SOL_PACKET, opt, &value, sizeof value) != 0)
+    throw BackendUnavailable(std::string("Couldn't set ") + what + " on the AF_PACKET socket: " + errno_text(errno));
 }
 
 uint32_t round_up_pow2(uint32_t v) {
@@ -50,9 +47,9 @@ void store_status(volatile uint32_t* s, uint32_t v) { __atomic_store_n(s, v, __A
 
 AfPacketTxQueue::AfPacketTxQueue(const RawTxConfig& cfg) {
   fd_ = open_packet_socket(0);  // protocol 0: this socket only sends, it receives nothing
-  set_packet_opt(fd_, PACKET_VERSION, TPACKET_V2, "TPACKET_V2");
+  set_packet_opt(fd_.get(), PACKET_VERSION, TPACKET_V2, "TPACKET_V2");
   // Straight to the driver: we measure the NIC and the stack's TX path, not a qdisc's queue.
-  set_packet_opt(fd_, PACKET_QDISC_BYPASS, 1, "PACKET_QDISC_BYPASS");
+  set_packet_opt(fd_.get(), PACKET_QDISC_BYPASS, 1, "PACKET_QDISC_BYPASS");
   frame_bytes_ = round_up_pow2(std::max<uint32_t>(2048, kTxDataOffset + cfg.max_frame_bytes));
   block_bytes_ = std::max<uint32_t>(frame_bytes_, 1u << 16);
   frames_per_block_ = block_bytes_ / frame_bytes_;
@@ -63,40 +60,25 @@ AfPacketTxQueue::AfPacketTxQueue(const RawTxConfig& cfg) {
   req.tp_block_nr = ring_frames_ / frames_per_block_;
   req.tp_frame_size = frame_bytes_;
   req.tp_frame_nr = ring_frames_;
-  if (setsockopt(fd_, SOL_PACKET, PACKET_TX_RING, &req, sizeof req) != 0) {
-    const int e = errno;
-    ::close(fd_);
-    throw BackendUnavailable("Couldn't create the AF_PACKET TX ring: " + errno_text(e));
-  }
-  ring_bytes_ = size_t{block_bytes_} * req.tp_block_nr;
-  void* mem = mmap(nullptr, ring_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, 0);
-  if (mem == MAP_FAILED) {
-    const int e = errno;
-    ::close(fd_);
-    throw BackendUnavailable("Couldn't map the AF_PACKET TX ring: " + errno_text(e));
-  }
-  ring_ = static_cast<uint8_t*>(mem);
+  if (setsockopt(fd_.get(), SOL_PACKET, PACKET_TX_RING, &req, sizeof req) != 0)
+    throw BackendUnavailable("Couldn't create the AF_PACKET TX ring: " + errno_text(errno));
+  const size_t ring_bytes = size_t{block_bytes_} * req.tp_block_nr;
+  ring_map_ = OwnedMapping(mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_.get(), 0),
+                           ring_bytes);
+  if (!ring_map_) throw BackendUnavailable("Couldn't map the AF_PACKET TX ring: " + errno_text(errno));
+  ring_ = ring_map_.data();
   sockaddr_ll ll{};
   ll.sll_family = AF_PACKET;
   ll.sll_ifindex = cfg.iface.index;
   ll.sll_protocol = 0;
-  if (::bind(fd_, reinterpret_cast<sockaddr*>(&ll), sizeof ll) != 0) {
-    const int e = errno;
-    munmap(ring_, ring_bytes_);
-    ::close(fd_);
-    throw SetupError("Couldn't bind AF_PACKET to " + cfg.iface.name + ": " + errno_text(e));
-  }
+  if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&ll), sizeof ll) != 0)
+    throw SetupError("Couldn't bind AF_PACKET to " + cfg.iface.name + ": " + errno_text(errno));
   slots_.resize(ring_frames_);
   for (uint32_t i = 0; i < ring_frames_; ++i) {
     slots_[i].data = reinterpret_cast<uint8_t*>(frame(i)) + kTxDataOffset;
     slots_[i].capacity = frame_bytes_ - kTxDataOffset;
     slots_[i].stale = true;
   }
-}
-
-AfPacketTxQueue::~AfPacketTxQueue() {
-  if (ring_) munmap(ring_, ring_bytes_);
-  if (fd_ >= 0) ::close(fd_);
 }
 
 std::span<engine::TxSlot> AfPacketTxQueue::reserve(uint32_t n) {
@@ -139,14 +121,14 @@ engine::CommitResult AfPacketTxQueue::commit(std::span<engine::TxSlot> filled) {
 
 void AfPacketTxQueue::kick() {
   // One send() walks every SEND_REQUEST frame in the ring.
-  if (::send(fd_, nullptr, 0, MSG_DONTWAIT) < 0 && errno != EAGAIN && errno != ENOBUFS && errno != EINTR) {
+  if (::send(fd_.get(), nullptr, 0, MSG_DONTWAIT) < 0 && errno != EAGAIN && errno != ENOBUFS && errno != EINTR) {
     // Nothing useful to do on the hot path; the frames stay queued and the next kick retries.
   }
 }
 
 void AfPacketTxQueue::reclaim() {
   kick();
-  pollfd p{fd_, POLLOUT, 0};
+  pollfd p{fd_.get(), POLLOUT, 0};
   ::poll(&p, 1, 1);
 }
 
@@ -164,10 +146,10 @@ void AfPacketTxQueue::flush() {
 
 AfPacketRxQueue::AfPacketRxQueue(const RawRxConfig& cfg) : timeout_ms_(cfg.poll_timeout_ms) {
   fd_ = open_packet_socket(htons(ETH_P_ALL));
-  set_packet_opt(fd_, PACKET_VERSION, TPACKET_V3, "TPACKET_V3");
+  set_packet_opt(fd_.get(), PACKET_VERSION, TPACKET_V3, "TPACKET_V3");
 #ifdef PACKET_IGNORE_OUTGOING
   const int one = 1;
-  setsockopt(fd_, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);  // our own replies are not arrivals
+  setsockopt(fd_.get(), SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);  // our own replies are not arrivals
 #endif
   block_bytes_ = cfg.block_bytes;
   blocks_ = cfg.blocks;
@@ -177,46 +159,27 @@ AfPacketRxQueue::AfPacketRxQueue(const RawRxConfig& cfg) : timeout_ms_(cfg.poll_
   req.tp_frame_size = 2048;  // V3 packs variable-size frames; this only has to divide the block
   req.tp_frame_nr = block_bytes_ / 2048 * blocks_;
   req.tp_retire_blk_tov = 5;  // ms: a partly filled block reaches us within 5 ms
-  if (setsockopt(fd_, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) != 0) {
-    const int e = errno;
-    ::close(fd_);
-    throw BackendUnavailable("Couldn't create the AF_PACKET RX ring: " + errno_text(e));
-  }
-  ring_bytes_ = size_t{block_bytes_} * blocks_;
-  void* mem = mmap(nullptr, ring_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, 0);
-  if (mem == MAP_FAILED) {
-    const int e = errno;
-    ::close(fd_);
-    throw BackendUnavailable("Couldn't map the AF_PACKET RX ring: " + errno_text(e));
-  }
-  ring_ = static_cast<uint8_t*>(mem);
+  if (setsockopt(fd_.get(), SOL_PACKET, PACKET_RX_RING, &req, sizeof req) != 0)
+    throw BackendUnavailable("Couldn't create the AF_PACKET RX ring: " + errno_text(errno));
+  const size_t ring_bytes = size_t{block_bytes_} * blocks_;
+  ring_map_ = OwnedMapping(mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_.get(), 0),
+                           ring_bytes);
+  if (!ring_map_) throw BackendUnavailable("Couldn't map the AF_PACKET RX ring: " + errno_text(errno));
+  ring_ = ring_map_.data();
   sockaddr_ll ll{};
   ll.sll_family = AF_PACKET;
   ll.sll_ifindex = cfg.iface.index;
   ll.sll_protocol = htons(ETH_P_ALL);
-  if (::bind(fd_, reinterpret_cast<sockaddr*>(&ll), sizeof ll) != 0) {
-    const int e = errno;
-    munmap(ring_, ring_bytes_);
-    ::close(fd_);
-    throw SetupError("Couldn't bind AF_PACKET to " + cfg.iface.name + ": " + errno_text(e));
-  }
+  if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&ll), sizeof ll) != 0)
+    throw SetupError("Couldn't bind AF_PACKET to " + cfg.iface.name + ": " + errno_text(errno));
   if (cfg.fanout_group) {
     const int arg = (cfg.fanout_group & 0xffff) | (PACKET_FANOUT_HASH << 16);
-    if (setsockopt(fd_, SOL_PACKET, PACKET_FANOUT, &arg, sizeof arg) != 0) {
-      const int e = errno;
-      munmap(ring_, ring_bytes_);
-      ::close(fd_);
-      throw SetupError("Couldn't join AF_PACKET fanout group: " + errno_text(e));
-    }
+    if (setsockopt(fd_.get(), SOL_PACKET, PACKET_FANOUT, &arg, sizeof arg) != 0)
+      throw SetupError("Couldn't join AF_PACKET fanout group: " + errno_text(errno));
   }
   if (cfg.guard_port) guard_ = PortGuard(cfg.guard_port, cfg.ipv6);  // see socket/port_guard.hpp
   frames_.resize(cfg.batch);
   finished_.reserve(blocks_);
-}
-
-AfPacketRxQueue::~AfPacketRxQueue() {
-  if (ring_) munmap(ring_, ring_bytes_);
-  if (fd_ >= 0) ::close(fd_);
 }
 
 uint32_t AfPacketRxQueue::take(uint32_t n) {
@@ -249,7 +212,7 @@ std::span<const engine::RxFrame> AfPacketRxQueue::poll(uint32_t n) {
   if (n > frames_.size()) n = static_cast<uint32_t>(frames_.size());
   uint32_t got = take(n);
   if (got == 0) {
-    pollfd p{fd_, POLLIN | POLLERR, 0};
+    pollfd p{fd_.get(), POLLIN | POLLERR, 0};
     ::poll(&p, 1, timeout_ms_);
     got = take(n);
   }
@@ -264,7 +227,7 @@ void AfPacketRxQueue::release() {
 uint64_t AfPacketRxQueue::drops() {
   tpacket_stats_v3 st{};
   socklen_t l = sizeof st;
-  if (getsockopt(fd_, SOL_PACKET, PACKET_STATISTICS, &st, &l) == 0) drops_ += st.tp_drops;
+  if (getsockopt(fd_.get(), SOL_PACKET, PACKET_STATISTICS, &st, &l) == 0) drops_ += st.tp_drops;
   return drops_;
 }
 

@@ -23,6 +23,7 @@
 #include "engine/queue.hpp"
 #include "net/iface.hpp"
 #include "socket/port_guard.hpp"
+#include "util/owned.hpp"
 
 namespace rateline::drivers {
 
@@ -49,7 +50,6 @@ class AfPacketTxQueue {
   static constexpr engine::Layer kLayer = engine::Layer::ethernet;
 
   explicit AfPacketTxQueue(const RawTxConfig& cfg);
-  ~AfPacketTxQueue();
   AfPacketTxQueue(const AfPacketTxQueue&) = delete;
   AfPacketTxQueue& operator=(const AfPacketTxQueue&) = delete;
 
@@ -67,9 +67,9 @@ class AfPacketTxQueue {
   }
   void kick();
 
-  int fd_ = -1;
-  uint8_t* ring_ = nullptr;
-  size_t ring_bytes_ = 0;
+  OwnedFd fd_;
+  OwnedMapping ring_map_;
+  uint8_t* ring_ = nullptr;  // ring_map_'s start, read on every frame
   uint32_t frame_bytes_ = 0, block_bytes_ = 0, frames_per_block_ = 0, ring_frames_ = 0;
   uint32_t head_ = 0;  // next frame to hand out
   std::vector<engine::TxSlot> slots_;  // one per ring frame: remembers which flow's headers it holds
@@ -81,7 +81,6 @@ class AfPacketRxQueue {
   static constexpr engine::Layer kLayer = engine::Layer::ethernet;
 
   explicit AfPacketRxQueue(const RawRxConfig& cfg);
-  ~AfPacketRxQueue();
   AfPacketRxQueue(const AfPacketRxQueue&) = delete;
   AfPacketRxQueue& operator=(const AfPacketRxQueue&) = delete;
 
@@ -95,10 +94,10 @@ class AfPacketRxQueue {
   }
   uint32_t take(uint32_t n);
 
-  int fd_ = -1;
+  OwnedFd fd_;
   PortGuard guard_;
-  uint8_t* ring_ = nullptr;
-  size_t ring_bytes_ = 0;
+  OwnedMapping ring_map_;
+  uint8_t* ring_ = nullptr;  // ring_map_'s start
   uint32_t block_bytes_ = 0, blocks_ = 0;
   uint32_t cur_block_ = 0;
   const uint8_t* cur_pkt_ = nullptr;  // next frame in the current block, null = block not opened

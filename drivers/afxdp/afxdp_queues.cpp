@@ -49,24 +49,22 @@ xsk_socket* create_socket(const XskConfig& cfg, Umem& umem, xsk_ring_cons* rx, x
 
 Umem::Umem(uint32_t frames_, uint32_t frame_bytes_, uint32_t fill_size, uint32_t comp_size)
     : frames(frames_), frame_bytes(frame_bytes_) {
-  bytes_ = size_t{frames} * frame_bytes;
-  void* mem = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-  if (mem == MAP_FAILED) throw SetupError("Couldn't map the AF_XDP UMEM: " + errno_text(errno));
-  area_ = static_cast<uint8_t*>(mem);
+  const size_t bytes = size_t{frames} * frame_bytes;
+  area_map_ = OwnedMapping(
+      mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0), bytes);
+  if (!area_map_) throw SetupError("Couldn't map the AF_XDP UMEM: " + errno_text(errno));
+  area_ = area_map_.data();
   xsk_umem_config uc{};
   uc.fill_size = fill_size;
   uc.comp_size = comp_size;
   uc.frame_size = frame_bytes;
   uc.frame_headroom = 0;
-  if (const int err = xsk_umem__create(&umem_, area_, bytes_, &fill, &comp, &uc); err != 0) {
-    munmap(area_, bytes_);
+  if (const int err = xsk_umem__create(&umem_, area_, bytes, &fill, &comp, &uc); err != 0)
     throw BackendUnavailable(why(err, "register the AF_XDP UMEM"));
-  }
 }
 
 Umem::~Umem() {
   if (umem_) xsk_umem__delete(umem_);
-  if (area_) munmap(area_, bytes_);
 }
 
 AfXdpTxQueue::AfXdpTxQueue(const XskConfig& cfg)

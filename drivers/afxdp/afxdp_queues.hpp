@@ -20,6 +20,7 @@
 
 #include "engine/queue.hpp"
 #include "net/iface.hpp"
+#include "util/owned.hpp"
 
 namespace rateline::drivers {
 
@@ -49,8 +50,8 @@ class Umem {
   const uint32_t frame_bytes;
 
  private:
-  uint8_t* area_ = nullptr;
-  size_t bytes_ = 0;
+  OwnedMapping area_map_;    // unmapped after the destructor has deleted umem_
+  uint8_t* area_ = nullptr;  // area_map_'s start
   xsk_umem* umem_ = nullptr;
 };
 

@@ -10,15 +10,10 @@
 #include <cstring>
 
 #include "util/errors.hpp"
+#include "util/owned.hpp"
 
 namespace rateline::drivers {
 namespace {
-
-struct FdGuard {
-  int fd;
-  ~FdGuard() { if (fd >= 0) ::close(fd); }
-  int release() { int f = fd; fd = -1; return f; }
-};
 
 void bind_device(int fd, const std::string& dev) {
   if (dev.empty()) return;
@@ -72,14 +67,14 @@ SocketAddress make_address(const std::string& ip, uint16_t port) {
 
 int open_udp_tx_socket(const UdpTxConfig& cfg, uint16_t src_port) {
   const int family = cfg.dst.storage.ss_family;
-  FdGuard s{::socket(family, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP)};
-  if (s.fd < 0) throw SetupError("Couldn't open a UDP socket: " + errno_text(errno));
-  bind_device(s.fd, cfg.device);
-  if (cfg.sndbuf_bytes > 0) setsockopt(s.fd, SOL_SOCKET, SO_SNDBUF, &cfg.sndbuf_bytes, sizeof(int));
+  OwnedFd s(::socket(family, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP));
+  if (!s) throw SetupError("Couldn't open a UDP socket: " + errno_text(errno));
+  bind_device(s.get(), cfg.device);
+  if (cfg.sndbuf_bytes > 0) setsockopt(s.get(), SOL_SOCKET, SO_SNDBUF, &cfg.sndbuf_bytes, sizeof(int));
   // Never fragment: a measurement of s-byte datagrams must put s-byte datagrams on the wire.
   int pmtu = family == AF_INET6 ? IPV6_PMTUDISC_DO : IP_PMTUDISC_DO;
-  if (family == AF_INET6) setsockopt(s.fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof pmtu);
-  else setsockopt(s.fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
+  if (family == AF_INET6) setsockopt(s.get(), IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof pmtu);
+  else setsockopt(s.get(), IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
   SocketAddress local;
   local.storage.ss_family = static_cast<sa_family_t>(family);
   if (family == AF_INET6) {
@@ -89,7 +84,7 @@ int open_udp_tx_socket(const UdpTxConfig& cfg, uint16_t src_port) {
     reinterpret_cast<sockaddr_in*>(&local.storage)->sin_port = htons(src_port);
     local.len = sizeof(sockaddr_in);
   }
-  if (::bind(s.fd, reinterpret_cast<const sockaddr*>(&local.storage), local.len) != 0)
+  if (::bind(s.get(), reinterpret_cast<const sockaddr*>(&local.storage), local.len) != 0)
     throw SetupError("Couldn't bind source port " + std::to_string(src_port) + ": " + errno_text(errno) +
                      (errno == EADDRINUSE ? ". Pick another --src-port range" : ""));
   return s.release();
@@ -97,25 +92,25 @@ int open_udp_tx_socket(const UdpTxConfig& cfg, uint16_t src_port) {
 
 RxSocketInfo open_udp_rx_socket(const UdpRxConfig& cfg) {
   const int family = cfg.bind.storage.ss_family;
-  FdGuard s{::socket(family, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP)};
-  if (s.fd < 0) throw SetupError("Couldn't open a UDP socket: " + errno_text(errno));
+  OwnedFd s(::socket(family, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP));
+  if (!s) throw SetupError("Couldn't open a UDP socket: " + errno_text(errno));
   const int one = 1;
-  if (cfg.reuseport) setsockopt(s.fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
-  bind_device(s.fd, cfg.device);
+  if (cfg.reuseport) setsockopt(s.get(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  bind_device(s.get(), cfg.device);
   RxSocketInfo info;
   if (cfg.rcvbuf_bytes > 0) {
     // RCVBUFFORCE ignores net.core.rmem_max but needs CAP_NET_ADMIN; without
     // it the kernel silently caps SO_RCVBUF, so we report what we got.
-    if (setsockopt(s.fd, SOL_SOCKET, SO_RCVBUFFORCE, &cfg.rcvbuf_bytes, sizeof(int)) == 0) info.rcvbuf_forced = true;
-    else setsockopt(s.fd, SOL_SOCKET, SO_RCVBUF, &cfg.rcvbuf_bytes, sizeof(int));
+    if (setsockopt(s.get(), SOL_SOCKET, SO_RCVBUFFORCE, &cfg.rcvbuf_bytes, sizeof(int)) == 0) info.rcvbuf_forced = true;
+    else setsockopt(s.get(), SOL_SOCKET, SO_RCVBUF, &cfg.rcvbuf_bytes, sizeof(int));
   }
   socklen_t l = sizeof info.rcvbuf_bytes;
-  getsockopt(s.fd, SOL_SOCKET, SO_RCVBUF, &info.rcvbuf_bytes, &l);
+  getsockopt(s.get(), SOL_SOCKET, SO_RCVBUF, &info.rcvbuf_bytes, &l);
   if (family == AF_INET6) {
     const int v6only = 0;  // [::] also receives IPv4-mapped traffic
-    setsockopt(s.fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+    setsockopt(s.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
   }
-  if (::bind(s.fd, reinterpret_cast<const sockaddr*>(&cfg.bind.storage), cfg.bind.len) != 0) {
+  if (::bind(s.get(), reinterpret_cast<const sockaddr*>(&cfg.bind.storage), cfg.bind.len) != 0) {
     const int e = errno;
     throw SetupError("Couldn't bind " + cfg.bind.text() + ": " + errno_text(e) +
                      (e == EADDRINUSE ? ". Another program holds the port: stop it or use --port"
@@ -127,13 +122,13 @@ RxSocketInfo open_udp_rx_socket(const UdpRxConfig& cfg) {
 }
 
 void ensure_port_free(const SocketAddress& bind) {
-  FdGuard s{::socket(bind.storage.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP)};
-  if (s.fd < 0) throw SetupError("Couldn't open a UDP socket: " + errno_text(errno));
+  OwnedFd s(::socket(bind.storage.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP));
+  if (!s) throw SetupError("Couldn't open a UDP socket: " + errno_text(errno));
   if (bind.is_v6()) {
     const int v6only = 0;
-    setsockopt(s.fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+    setsockopt(s.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
   }
-  if (::bind(s.fd, reinterpret_cast<const sockaddr*>(&bind.storage), bind.len) == 0) return;
+  if (::bind(s.get(), reinterpret_cast<const sockaddr*>(&bind.storage), bind.len) == 0) return;
   const int e = errno;
   if (e == EADDRINUSE)
     throw SetupError("Couldn't bind " + bind.text() + ": the port is in use by another program: stop it or use --port");
@@ -151,16 +146,16 @@ uint64_t socket_drops(int fd) {
 
 uint32_t path_mtu(const SocketAddress& dst, const std::string& device) {
   const int family = dst.storage.ss_family;
-  FdGuard s{::socket(family, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP)};
-  if (s.fd < 0) return 0;
+  OwnedFd s(::socket(family, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP));
+  if (!s) return 0;
   if (!device.empty())
-    setsockopt(s.fd, SOL_SOCKET, SO_BINDTODEVICE, device.c_str(), static_cast<socklen_t>(device.size()));
-  if (::connect(s.fd, reinterpret_cast<const sockaddr*>(&dst.storage), dst.len) != 0) return 0;
+    setsockopt(s.get(), SOL_SOCKET, SO_BINDTODEVICE, device.c_str(), static_cast<socklen_t>(device.size()));
+  if (::connect(s.get(), reinterpret_cast<const sockaddr*>(&dst.storage), dst.len) != 0) return 0;
   int mtu = 0;
   socklen_t l = sizeof mtu;
   if (family == AF_INET6) {
-    if (getsockopt(s.fd, IPPROTO_IPV6, IPV6_MTU, &mtu, &l) != 0) return 0;
-  } else if (getsockopt(s.fd, IPPROTO_IP, IP_MTU, &mtu, &l) != 0) {
+    if (getsockopt(s.get(), IPPROTO_IPV6, IPV6_MTU, &mtu, &l) != 0) return 0;
+  } else if (getsockopt(s.get(), IPPROTO_IP, IP_MTU, &mtu, &l) != 0) {
     return 0;
   }
   return mtu > 0 ? static_cast<uint32_t>(mtu) : 0;

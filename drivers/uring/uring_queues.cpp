@@ -97,7 +97,7 @@ void UringTxQueue::reclaim() {
 
 UringRxQueue::UringRxQueue(const UdpRxConfig& cfg) : ring_(256) {
   info_ = open_udp_rx_socket(cfg);
-  fd_ = info_.fd;
+  fd_.reset(info_.fd);
   recv_shape_.msg_namelen = sizeof(sockaddr_in6);
   // Room for the recvmsg header and the address in front of the datagram, 8-byte aligned.
   slot_bytes_ = (cfg.slot_bytes + sizeof(io_uring_recvmsg_out) + sizeof(sockaddr_in6) + 7) & ~7u;
@@ -111,23 +111,18 @@ UringRxQueue::UringRxQueue(const UdpRxConfig& cfg) : ring_(256) {
   // buffer_ring_empty), the datagrams wait in the socket's receive buffer,
   // and release() re-arms.
   ring_entries_ = std::bit_ceil(std::clamp<uint32_t>(4 * cfg.batch, 64, 32768));
-  buf_ring_bytes_ = sizeof(io_uring_buf) * ring_entries_;
-  void* mem = mmap(nullptr, buf_ring_bytes_, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
-  if (mem == MAP_FAILED) {
-    ::close(fd_);
-    throw SetupError("Couldn't map the io_uring buffer ring: " + errno_text(errno));
-  }
-  buf_ring_ = static_cast<io_uring_buf_ring*>(mem);
+  const size_t buf_ring_bytes = sizeof(io_uring_buf) * ring_entries_;
+  buf_ring_map_ = OwnedMapping(
+      mmap(nullptr, buf_ring_bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0), buf_ring_bytes);
+  if (!buf_ring_map_) throw SetupError("Couldn't map the io_uring buffer ring: " + errno_text(errno));
+  buf_ring_ = reinterpret_cast<io_uring_buf_ring*>(buf_ring_map_.data());
   io_uring_buf_ring_init(buf_ring_);
   io_uring_buf_reg reg{};
   reg.ring_addr = reinterpret_cast<uint64_t>(buf_ring_);
   reg.ring_entries = ring_entries_;
   reg.bgid = kBufferGroup;
-  if (const int err = io_uring_register_buf_ring(ring_.get(), &reg, 0); err != 0) {
-    munmap(buf_ring_, buf_ring_bytes_);
-    ::close(fd_);
+  if (const int err = io_uring_register_buf_ring(ring_.get(), &reg, 0); err != 0)
     throw BackendUnavailable(std::string("io_uring provided-buffer rings need kernel >= 5.19: ") + std::strerror(-err));
-  }
   buffers_ = std::make_unique<uint8_t[]>(size_t{ring_entries_} * slot_bytes_);
   const int mask = io_uring_buf_ring_mask(ring_entries_);
   for (uint32_t i = 0; i < ring_entries_; ++i)
@@ -158,13 +153,12 @@ UringRxQueue::~UringRxQueue() {
     }
   }
   io_uring_unregister_buf_ring(ring_.get(), kBufferGroup);
-  munmap(buf_ring_, buf_ring_bytes_);
-  if (fd_ >= 0) ::close(fd_);
+  // The buffer ring's mapping and the socket go with their owners, after this.
 }
 
 void UringRxQueue::arm() {
   io_uring_sqe* sqe = ring_.sqe();
-  io_uring_prep_recvmsg_multishot(sqe, fd_, &recv_shape_, 0);
+  io_uring_prep_recvmsg_multishot(sqe, fd_.get(), &recv_shape_, 0);
   sqe->flags |= IOSQE_BUFFER_SELECT;
   sqe->buf_group = kBufferGroup;
   sqe->user_data = 1;

@@ -23,6 +23,7 @@
 #include "engine/queue.hpp"
 #include "socket/udp_socket.hpp"
 #include "uring/uring.hpp"
+#include "util/owned.hpp"
 
 namespace rateline::drivers {
 
@@ -67,7 +68,7 @@ class UringRxQueue {
 
   std::span<const engine::RxFrame> poll(uint32_t n);
   void release();
-  uint64_t drops() const { return socket_drops(fd_); }
+  uint64_t drops() const { return socket_drops(fd_.get()); }
   uint64_t buffer_ring_empty() const { return ring_empty_; }
   const RxSocketInfo& info() const { return info_; }
   const std::string& mode() const { return ring_.mode(); }
@@ -78,11 +79,11 @@ class UringRxQueue {
   static constexpr int kBufferGroup = 1;
   uring::Uring ring_;
   RxSocketInfo info_;
-  int fd_ = -1;
+  OwnedFd fd_;
   uint32_t slot_bytes_ = 0;
   uint32_t ring_entries_ = 0;
-  io_uring_buf_ring* buf_ring_ = nullptr;
-  size_t buf_ring_bytes_ = 0;
+  OwnedMapping buf_ring_map_;
+  io_uring_buf_ring* buf_ring_ = nullptr;  // buf_ring_map_'s start
   std::unique_ptr<uint8_t[]> buffers_;
   // Multishot recvmsg: each buffer starts with io_uring_recvmsg_out and the
   // sender's address (the shape this header announces), then the datagram.

@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "util/clock.hpp"
+#include "util/owned.hpp"
 
 extern char** environ;
 
@@ -91,23 +92,16 @@ bool is_drop_name(std::string name) {
   return false;
 }
 
-struct FdGuard {
-  int fd = -1;
-  ~FdGuard() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 // ethtool's driver name and -S counters, by ioctl (no ethtool binary needed).
 void read_ethtool(DeviceCounters& d) {
-  FdGuard s{::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)};
-  if (s.fd < 0) return;
+  OwnedFd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!s) return;
   ifreq ifr{};
   std::strncpy(ifr.ifr_name, d.name.c_str(), IFNAMSIZ - 1);
   ethtool_drvinfo drv{};
   drv.cmd = ETHTOOL_GDRVINFO;
   ifr.ifr_data = reinterpret_cast<char*>(&drv);
-  if (ioctl(s.fd, SIOCETHTOOL, &ifr) != 0) return;
+  if (ioctl(s.get(), SIOCETHTOOL, &ifr) != 0) return;
   d.driver = drv.driver;
   const uint32_t n = drv.n_stats;
   if (n == 0 || n > 65536) return;
@@ -117,13 +111,13 @@ void read_ethtool(DeviceCounters& d) {
   strings->string_set = ETH_SS_STATS;
   strings->len = n;
   ifr.ifr_data = reinterpret_cast<char*>(strings);
-  if (ioctl(s.fd, SIOCETHTOOL, &ifr) != 0) return;
+  if (ioctl(s.get(), SIOCETHTOOL, &ifr) != 0) return;
   std::vector<uint8_t> vbuf(sizeof(ethtool_stats) + size_t{n} * sizeof(uint64_t));
   auto* stats = reinterpret_cast<ethtool_stats*>(vbuf.data());
   stats->cmd = ETHTOOL_GSTATS;
   stats->n_stats = n;
   ifr.ifr_data = reinterpret_cast<char*>(stats);
-  if (ioctl(s.fd, SIOCETHTOOL, &ifr) != 0) return;
+  if (ioctl(s.get(), SIOCETHTOOL, &ifr) != 0) return;
   const uint32_t got = std::min(n, std::min(strings->len, stats->n_stats));
   for (uint32_t i = 0; i < got; ++i) {
     const char* p = reinterpret_cast<const char*>(strings->data + size_t{i} * ETH_GSTRING_LEN);
