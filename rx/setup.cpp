@@ -52,6 +52,7 @@ Run set_up(const Config& cfg) {
     w->plan.max_streams = cfg.max_streams;
     w->plan.events = w->events.get();
     w->plan.udp_port = cfg.port;
+    w->plan.max_payload_bytes = cfg.max_size;
     w->plan.test_slow_ns = uint64_t{cfg.test_slow_us} * 1000;
     run.workers.push_back(std::move(w));
   }

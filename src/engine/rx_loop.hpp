@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <ctime>
+#include <limits>
 #include <vector>
 
 #include "engine/queue.hpp"
@@ -76,6 +77,10 @@ struct RxPlan {
   uint32_t batch = 64;
   uint32_t max_streams = 256;
   uint16_t udp_port = 0;  // Ethernet-layer backends: our destination port
+  // rx --max-size: a longer UDP payload is malformed. The socket layers cut a
+  // datagram at their slot (max + 1 bytes, io_uring up to 7 more), so this
+  // is what makes the limit the same on every backend.
+  uint32_t max_payload_bytes = std::numeric_limits<uint32_t>::max();
   uint64_t publish_every_ns = 100'000'000;
   StreamEventRing* events = nullptr;  // optional: rx's end-of-run bookkeeping
   // TEST AID only (rx --test-slow-us): sleep this long after each non-empty batch, to make
@@ -276,8 +281,16 @@ RxResult run_rx(Q& q, const RxPlan& plan, stats::RxSnapshotRing& snapshots, cons
           else ++c.foreign;
           continue;
         }
+        if (p.payload_len > plan.max_payload_bytes) [[unlikely]] {
+          ++c.malformed;
+          continue;
+        }
         detail::account(st, streams, detail::frame_sender(f.data, p), f.data + p.payload_offset, p.payload_len, rx_ns);
       } else {
+        if (f.len > plan.max_payload_bytes) [[unlikely]] {
+          ++c.malformed;
+          continue;
+        }
         detail::account(st, streams, f.from, f.data, f.len, rx_ns);
       }
     }

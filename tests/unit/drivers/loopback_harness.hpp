@@ -142,6 +142,7 @@ class LoopbackReceiver {
     engine::RxPlan plan;
     plan.batch = cfg.batch;
     plan.max_streams = 16;
+    plan.max_payload_bytes = kMaxDatagramBytes;  // as rx sets it from --max-size
     plan.publish_every_ns = kNsPerMs;  // the main thread waits on these snapshots
     run_.result = engine::run_rx(*q, plan, snapshots_, stop_, [&q] { return q->drops(); });
     // The loop stops as soon as the count is reached; a duplicate the queue
