@@ -18,6 +18,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
+#include "net/udp_parse.bpf.h"
 #include "xdp_shared.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -46,11 +47,6 @@ struct {
   __type(key, __u32);
   __type(value, struct rl_rx_latency);
 } rx_latency SEC(".maps");
-
-struct vlan_tag {
-  __be16 tci;
-  __be16 proto;
-};
 
 // barrier_var (bpf_helpers.h) hides a pointer from clang's loop optimisations:
 // without it clang turns `p + 8 > end` into arithmetic on pkt_end, which the
@@ -182,41 +178,15 @@ int rateline_count(struct xdp_md *ctx) {
   if (!t) return XDP_PASS;
   t->frames++;
 
-  // ---- Ethernet / VLAN / IP / UDP, as net::parse_udp_frame ----
-  struct ethhdr *eth = data;
-  if ((void *)(eth + 1) > end) goto foreign;
-  __u16 proto = eth->h_proto;
-  void *l3 = eth + 1;
-#pragma unroll
-  for (int tags = 0; tags < 2; tags++) {
-    if (proto != bpf_htons(ETH_P_8021Q) && proto != bpf_htons(ETH_P_8021AD)) break;
-    struct vlan_tag *v = l3;
-    if ((void *)(v + 1) > end) goto foreign;
-    proto = v->proto;
-    l3 = v + 1;
-  }
-  __u8 *udp;
-  __u32 l4_limit;  // end of the IP packet as its header says, from data
-  if (proto == bpf_htons(ETH_P_IP)) {
-    struct iphdr *ip = l3;
-    if ((void *)(ip + 1) > end) goto foreign;
-    if (ip->version != 4 || ip->ihl < 5) goto foreign;
-    if (ip->protocol != IPPROTO_UDP || (ip->frag_off & bpf_htons(0x3fff))) goto foreign;
-    udp = (__u8 *)ip + ip->ihl * 4;
-    l4_limit = (__u32)((__u8 *)ip - (__u8 *)data) + bpf_ntohs(ip->tot_len);
-  } else if (proto == bpf_htons(ETH_P_IPV6)) {
-    struct ipv6hdr *ip6 = l3;
-    if ((void *)(ip6 + 1) > end) goto foreign;
-    if (ip6->version != 6 || ip6->nexthdr != IPPROTO_UDP) goto foreign;  // extension headers: not a test stream
-    udp = (__u8 *)(ip6 + 1);
-    l4_limit = (__u32)(udp - (__u8 *)data) + bpf_ntohs(ip6->payload_len);
-  } else {
-    goto foreign;
-  }
-  if ((void *)(udp + 8) > end) goto foreign;
-  if (((struct udphdr *)udp)->dest != cfg.port_be) goto foreign;
-  const __u32 udp_off = (__u32)(udp - (__u8 *)data);
-  const __u32 udp_len = bpf_ntohs(((struct udphdr *)udp)->len);
+  // ---- Ethernet / VLAN / IP / UDP: net/udp_parse.bpf.h, as the steering program ----
+  struct rl_udp_at at;
+  if (rl_find_udp(data, end, &at)) goto foreign;
+  __u8 *udp = (__u8 *)at.udp;
+  if ((void *)(udp + 8) > end) goto foreign;  // (checked in rl_find_udp; said again for the verifier)
+  if (at.udp->dest != cfg.port_be) goto foreign;
+  const __u32 udp_off = at.udp_off;
+  const __u32 l4_limit = at.l4_limit;
+  const __u32 udp_len = bpf_ntohs(at.udp->len);
   if (udp_len < 8 || l4_limit > frame_len || udp_off + udp_len > l4_limit) goto foreign;
   const __u32 plen = udp_len - 8;
   __u8 *pl = udp + 8;
