@@ -129,6 +129,8 @@ class RxBackend {
   virtual std::string tapped(const std::string& iface) const { return iface; }
   // The "receive buffer" start-up line(s), from the first worker's info ("rx: " is prepended).
   virtual std::vector<std::string> buffer_lines(const RxWorkerInfo& first) const = 0;
+  // Where a packet's receive time comes from (latency is that minus its send stamp).
+  virtual const char* receive_stamps() const { return "one clock read per received batch"; }
   virtual std::vector<std::string> start_lines() const { return {}; }
   // True when the workers send no per-stream events: the run ends by the totals.
   virtual bool ends_by_totals() const { return false; }

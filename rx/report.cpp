@@ -39,7 +39,8 @@ int report_result(const Config& cfg, Run& run, const std::string& ended_by, repo
     ring_empty += w->info.buffer_ring_empty;
   }
   run.backend->finish(results);
-  const report::RxSummary summary = report::summarize(results, cfg.expect);
+  report::RxSummary summary = report::summarize(results, cfg.expect);
+  summary.receive_stamps = run.backend->receive_stamps();
   const bool uring = std::string(run.choice.backend->name) == "uring";
   std::printf("\n%s", report::format_table(summary, cfg.ipv6).c_str());
   std::printf("ended by: %s%s\n", ended_by.c_str(),

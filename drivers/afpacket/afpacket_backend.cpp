@@ -32,6 +32,7 @@ class AfPacketRx : public QueueRxBackend<AfPacketRxQueue, RawRxConfig> {
     return {"receive buffer: AF_PACKET ring of " + std::to_string(cfg_.blocks) + " x " +
             std::to_string(cfg_.block_bytes / 1024) + " KiB blocks per worker"};
   }
+  const char* receive_stamps() const override { return "the kernel's, per frame (TPACKET_V3)"; }
 
  private:
   static RawRxConfig config(const RxOptions& o) {

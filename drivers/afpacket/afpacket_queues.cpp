@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "util/clock.hpp"
 #include "util/errors.hpp"
 
 namespace rateline::drivers {
@@ -184,6 +185,8 @@ AfPacketRxQueue::AfPacketRxQueue(const RawRxConfig& cfg) : timeout_ms_(cfg.poll_
 
 uint32_t AfPacketRxQueue::take(uint32_t n) {
   uint32_t got = 0;
+  // Each frame's tp_sec/tp_nsec is the kernel's receive time (wall clock).
+  const int64_t wall_offset = realtime_minus_monotonic_ns();
   while (got < n) {
     if (!cur_pkt_) {
       tpacket_block_desc* b = block(cur_block_);
@@ -195,6 +198,7 @@ uint32_t AfPacketRxQueue::take(uint32_t n) {
       const auto* h = reinterpret_cast<const tpacket3_hdr*>(cur_pkt_);
       frames_[got].data = cur_pkt_ + h->tp_mac;
       frames_[got].len = h->tp_snaplen;
+      frames_[got].rx_ns = kernel_stamp_ns({static_cast<time_t>(h->tp_sec), static_cast<long>(h->tp_nsec)}, wall_offset);
       ++got;
       cur_pkt_ += h->tp_next_offset;
       --pkts_left_;

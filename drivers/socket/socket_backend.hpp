@@ -25,6 +25,7 @@ class UdpSocketRx : public QueueRxBackend<Queue, UdpRxConfig> {
   std::vector<std::string> buffer_lines(const RxWorkerInfo& first) const override {
     return {rcvbuf_line(first.socket, asked_)};
   }
+  const char* receive_stamps() const override { return "the kernel's, per datagram (SO_TIMESTAMPNS)"; }
 
  private:
   int asked_;

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "util/clock.hpp"
 #include "util/errors.hpp"
 
 namespace rateline::drivers {
@@ -134,6 +135,7 @@ SocketRxQueue::SocketRxQueue(const UdpRxConfig& cfg) {
   iov_.resize(cfg.batch);
   msgs_.resize(cfg.batch);
   sources_.resize(cfg.batch);
+  controls_.resize(info_.kernel_stamps ? cfg.batch : 0);
   frames_.resize(cfg.batch);
   for (uint32_t i = 0; i < cfg.batch; ++i) {
     iov_[i].iov_base = buffers_.get() + size_t{i} * cfg.slot_bytes;
@@ -153,12 +155,22 @@ std::span<const engine::RxFrame> SocketRxQueue::poll(uint32_t n) {
   if (n > msgs_.size()) n = static_cast<uint32_t>(msgs_.size());
   // MSG_WAITFORONE: block (up to SO_RCVTIMEO) for the first datagram, then take what is queued.
   // msg_namelen is in/out: the kernel shrinks it to the address it wrote.
-  for (uint32_t i = 0; i < n; ++i) msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
+  // msg_controllen too: the kernel sets it to what it wrote.
+  const bool stamps = !controls_.empty();
+  for (uint32_t i = 0; i < n; ++i) {
+    msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
+    if (stamps) {
+      msgs_[i].msg_hdr.msg_control = controls_[i].bytes;
+      msgs_[i].msg_hdr.msg_controllen = sizeof controls_[i].bytes;
+    }
+  }
   const int got = ::recvmmsg(fd_, msgs_.data(), n, MSG_WAITFORONE, nullptr);
   if (got <= 0) return {};
+  const int64_t wall_offset = stamps ? realtime_minus_monotonic_ns() : 0;
   for (int i = 0; i < got; ++i) {
     frames_[i].len = msgs_[i].msg_len;
     frames_[i].from = net::SenderAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&sources_[i]));
+    frames_[i].rx_ns = stamps ? rx_stamp_ns(msgs_[i].msg_hdr, wall_offset) : 0;
   }
   return {frames_.data(), static_cast<size_t>(got)};
 }

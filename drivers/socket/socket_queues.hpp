@@ -70,6 +70,10 @@ class SocketRxQueue {
   std::vector<iovec> iov_;
   std::vector<mmsghdr> msgs_;
   std::vector<sockaddr_storage> sources_;  // msg_name of each message: who sent it
+  struct alignas(cmsghdr) StampControl {
+    unsigned char bytes[kRxStampControlBytes];
+  };
+  std::vector<StampControl> controls_;     // msg_control of each message: the kernel's receive time
   std::vector<engine::RxFrame> frames_;
 };
 

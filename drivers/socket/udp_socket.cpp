@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "util/clock.hpp"
 #include "util/errors.hpp"
 #include "util/owned.hpp"
 
@@ -117,8 +118,22 @@ RxSocketInfo open_udp_rx_socket(const UdpRxConfig& cfg) {
                       : e == EADDRNOTAVAIL ? ". No interface has that address: use --bind with a local address"
                       : e == EACCES ? ". Ports below 1024 need root or CAP_NET_BIND_SERVICE" : ""));
   }
+  // Receive times from the kernel, per datagram: latency then leaves out the
+  // time a datagram waited in the socket buffer for the reader.
+  info.kernel_stamps = setsockopt(s.get(), SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one) == 0;
   info.fd = s.release();
   return info;
+}
+
+uint64_t rx_stamp_ns(const msghdr& m, int64_t realtime_minus_monotonic) {
+  for (const cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(const_cast<msghdr*>(&m), const_cast<cmsghdr*>(c))) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS && c->cmsg_len >= CMSG_LEN(sizeof(timespec))) {
+      timespec ts;
+      std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+      return kernel_stamp_ns(ts, realtime_minus_monotonic);
+    }
+  }
+  return 0;
 }
 
 void ensure_port_free(const SocketAddress& bind) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -54,8 +55,17 @@ struct RxSocketInfo {
   int fd = -1;
   int rcvbuf_bytes = 0;   // what the kernel actually granted (getsockopt)
   bool rcvbuf_forced = false;
+  // SO_TIMESTAMPNS on: every datagram carries the kernel's receive time
+  // (SCM_TIMESTAMPNS, wall clock; see rx_stamp_ns).
+  bool kernel_stamps = false;
 };
 RxSocketInfo open_udp_rx_socket(const UdpRxConfig& cfg);
+
+// The kernel's receive time of one datagram from its control messages, in
+// CLOCK_MONOTONIC ns (util/clock.hpp); 0 when it carries none.
+uint64_t rx_stamp_ns(const msghdr& m, int64_t realtime_minus_monotonic);
+// Control-message room for that stamp, per datagram.
+inline constexpr size_t kRxStampControlBytes = CMSG_SPACE(sizeof(timespec));
 
 // Throws SetupError when another socket already holds the port. Our workers
 // share one port through SO_REUSEPORT, and so could another process of the

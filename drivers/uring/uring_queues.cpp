@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "util/clock.hpp"
 #include "util/errors.hpp"
 
 namespace rateline::drivers {
@@ -99,8 +100,11 @@ UringRxQueue::UringRxQueue(const UdpRxConfig& cfg) : ring_(256) {
   info_ = open_udp_rx_socket(cfg);
   fd_.reset(info_.fd);
   recv_shape_.msg_namelen = sizeof(sockaddr_in6);
-  // Room for the recvmsg header and the address in front of the datagram, 8-byte aligned.
-  slot_bytes_ = (cfg.slot_bytes + sizeof(io_uring_recvmsg_out) + sizeof(sockaddr_in6) + 7) & ~7u;
+  // And the kernel's receive time, when the socket gives it (udp_socket.hpp).
+  recv_shape_.msg_controllen = info_.kernel_stamps ? kRxStampControlBytes : 0;
+  // Room for the recvmsg header, the address and the control message in front of the datagram, 8-byte aligned.
+  slot_bytes_ = (cfg.slot_bytes + sizeof(io_uring_recvmsg_out) + sizeof(sockaddr_in6) + recv_shape_.msg_controllen + 7) &
+                ~7u;
   timeout_ms_ = static_cast<uint32_t>(cfg.poll_timeout_ms);
   // Four batches of buffers. The ring hands them out in order, so its whole
   // size is the working set the kernel copies into and rx then checks: 4096
@@ -177,6 +181,7 @@ std::span<const engine::RxFrame> UringRxQueue::poll(uint32_t n) {
   uint32_t got = 0;
   unsigned head;
   unsigned seen = 0;
+  const int64_t wall_offset = recv_shape_.msg_controllen ? realtime_minus_monotonic_ns() : 0;
   io_uring_for_each_cqe(ring, head, cqe) {
     if (got == n) break;
     ++seen;
@@ -200,6 +205,15 @@ std::span<const engine::RxFrame> UringRxQueue::poll(uint32_t n) {
     frames_[got].len = io_uring_recvmsg_payload_length(out, cqe->res, &recv_shape_);
     // The name sits in the buffer, 8-byte aligned after io_uring_recvmsg_out, room for a sockaddr_in6.
     frames_[got].from = net::SenderAddress::from_sockaddr(static_cast<const sockaddr*>(io_uring_recvmsg_name(out)));
+    frames_[got].rx_ns = 0;
+    for (cmsghdr* c = io_uring_recvmsg_cmsg_firsthdr(out, &recv_shape_); c;
+         c = io_uring_recvmsg_cmsg_nexthdr(out, &recv_shape_, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+        timespec ts;
+        std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+        frames_[got].rx_ns = kernel_stamp_ns(ts, wall_offset);
+      }
+    }
     ++got;
   }
   io_uring_cq_advance(ring, seen);

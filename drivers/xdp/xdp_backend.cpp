@@ -57,6 +57,10 @@ class XdpRx : public RxBackend {
                 " counts our frames and passes them on; the sockets count them again",
             rcvbuf_line(first.socket, o_.rcvbuf_bytes)};
   }
+  const char* receive_stamps() const override {
+    // --layers: the table's latency is the sockets' (the XDP layer's is in its own lines).
+    return o_.layers ? "the kernel's, per datagram (SO_TIMESTAMPNS)" : "the XDP program's, per frame (bpf_ktime_get_ns)";
+  }
   // Without --layers no worker sees a stream: the maps' totals decide.
   bool ends_by_totals() const override { return !o_.layers; }
   // --layers: the driver layer saw every end marker; once the sockets have

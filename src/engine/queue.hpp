@@ -61,6 +61,11 @@ struct RxFrame {
   // UDP-payload backends fill in the sender (from the socket's source
   // address); Ethernet-layer backends leave it: the engine reads the frame.
   net::SenderAddress from;
+  // When the kernel received it (CLOCK_MONOTONIC ns), where the backend has
+  // a per-datagram stamp (socket, io_uring, AF_PACKET); 0: the loop's clock
+  // read after poll() stands for the whole batch. Latency with the kernel's
+  // stamp leaves out the time the datagram waited in a socket buffer.
+  uint64_t rx_ns = 0;
 };
 
 template <class Q>

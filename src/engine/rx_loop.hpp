@@ -285,13 +285,14 @@ RxResult run_rx(Q& q, const RxPlan& plan, stats::RxSnapshotRing& snapshots, cons
           ++c.malformed;
           continue;
         }
-        detail::account(st, streams, detail::frame_sender(f.data, p), f.data + p.payload_offset, p.payload_len, rx_ns);
+        detail::account(st, streams, detail::frame_sender(f.data, p), f.data + p.payload_offset, p.payload_len,
+                        f.rx_ns ? f.rx_ns : rx_ns);
       } else {
         if (f.len > plan.max_payload_bytes) [[unlikely]] {
           ++c.malformed;
           continue;
         }
-        detail::account(st, streams, f.from, f.data, f.len, rx_ns);
+        detail::account(st, streams, f.from, f.data, f.len, f.rx_ns ? f.rx_ns : rx_ns);
       }
     }
     if (!frames.empty()) q.release();

@@ -209,8 +209,8 @@ std::string format_table(const RxSummary& s, bool ipv6) {
     }
   }
   if (s.latency.samples()) {
-    std::snprintf(line, sizeof line, "latency (same-host clock): min %.1f us, p50 %.1f, p99 %.1f, p99.9 %.1f, max %.1f; jitter (RFC 3550) %.2f us\n",
-                  s.latency.min() / 1e3, s.latency.quantile(0.5) / 1e3, s.latency.quantile(0.99) / 1e3,
+    std::snprintf(line, sizeof line, "latency (same-host clock; receive times: %s): min %.1f us, p50 %.1f, p99 %.1f, p99.9 %.1f, max %.1f; jitter (RFC 3550) %.2f us\n",
+                  s.receive_stamps.c_str(), s.latency.min() / 1e3, s.latency.quantile(0.5) / 1e3, s.latency.quantile(0.99) / 1e3,
                   s.latency.quantile(0.999) / 1e3, s.latency.max() / 1e3, s.jitter_ns / 1e3);
     out += line;
   }
@@ -266,7 +266,7 @@ nlohmann::json to_json(const RxSummary& s, bool ipv6) {
           {"frames", s.totals.frames}, {"socket_drops", s.totals.backend_drops},
           {"payload_bytes", s.totals.payload_bytes}, {"payload_len", s.payload_len},
           {"pps", r.pps}, {"payload_mbps", r.payload_mbps}, {"l2_mbps", r.l2_mbps}, {"l1_mbps", r.l1_mbps},
-          {"latency_ns", latency(s.latency)}, {"jitter_ns", s.jitter_ns}, {"streams", streams}};
+          {"latency_ns", latency(s.latency)}, {"jitter_ns", s.jitter_ns}, {"receive_stamps", s.receive_stamps}, {"streams", streams}};
 }
 
 }  // namespace rateline::report

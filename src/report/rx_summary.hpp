@@ -56,6 +56,7 @@ struct RxSummary {
   double seconds = 0;                // first to last data arrival
   uint32_t payload_len = 0;          // of the data packets (largest stream's)
   std::string settings;              // "b-t-n-s" from the end marker, "?" parts when unknown
+  std::string receive_stamps = "one clock read per received batch";  // the backend's (RxBackend::receive_stamps)
   stats::LatencyHistogram latency;   // all streams
   double jitter_ns = 0;              // of the stream with the most packets
 };
