@@ -99,11 +99,13 @@ void UringTxQueue::reclaim() {
 UringRxQueue::UringRxQueue(const UdpRxConfig& cfg) : ring_(256) {
   info_ = open_udp_rx_socket(cfg);
   fd_.reset(info_.fd);
-  recv_shape_.msg_namelen = sizeof(sockaddr_in6);
+  // Room for a sockaddr_in6 (28 B), rounded up to 8: the control message
+  // after it must be 8-byte aligned for its cmsghdr.
+  recv_shape_.msg_namelen = (sizeof(sockaddr_in6) + 7) & ~7u;
   // And the kernel's receive time, when the socket gives it (udp_socket.hpp).
   recv_shape_.msg_controllen = info_.kernel_stamps ? kRxStampControlBytes : 0;
   // Room for the recvmsg header, the address and the control message in front of the datagram, 8-byte aligned.
-  slot_bytes_ = (cfg.slot_bytes + sizeof(io_uring_recvmsg_out) + sizeof(sockaddr_in6) + recv_shape_.msg_controllen + 7) &
+  slot_bytes_ = (cfg.slot_bytes + sizeof(io_uring_recvmsg_out) + recv_shape_.msg_namelen + recv_shape_.msg_controllen + 7) &
                 ~7u;
   timeout_ms_ = static_cast<uint32_t>(cfg.poll_timeout_ms);
   // Four batches of buffers. The ring hands them out in order, so its whole
@@ -203,7 +205,8 @@ std::span<const engine::RxFrame> UringRxQueue::poll(uint32_t n) {
     // counted like the socket backend does.
     frames_[got].data = static_cast<const uint8_t*>(io_uring_recvmsg_payload(out, &recv_shape_));
     frames_[got].len = io_uring_recvmsg_payload_length(out, cqe->res, &recv_shape_);
-    // The name sits in the buffer, 8-byte aligned after io_uring_recvmsg_out, room for a sockaddr_in6.
+    // The name sits in the buffer, 8-byte aligned after io_uring_recvmsg_out, room for a sockaddr_in6;
+    // the control message after it (the kernel's receive time), 8-byte aligned too.
     frames_[got].from = net::SenderAddress::from_sockaddr(static_cast<const sockaddr*>(io_uring_recvmsg_name(out)));
     frames_[got].rx_ns = 0;
     for (cmsghdr* c = io_uring_recvmsg_cmsg_firsthdr(out, &recv_shape_); c;
