@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -63,6 +64,22 @@ inline std::string loopback_v6_unavailable_reason() {
   const int e = errno;
   ::close(fd);
   return rc == 0 ? std::string() : "Couldn't bind [::1]:0: " + errno_text(e);
+}
+
+// Why the kernel's per-socket drop count cannot be read here ("" if it can):
+// qemu-user does not translate SO_MEMINFO, so a drop test would wait for
+// drops it can never see.
+inline std::string socket_drops_unreadable_reason() {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "no UDP socket here: " + errno_text(errno);
+  uint32_t mem[SK_MEMINFO_VARS] = {};
+  socklen_t l = sizeof mem;
+  const int rc = getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mem, &l);
+  const int e = errno;
+  ::close(fd);
+  if (rc != 0) return "SO_MEMINFO unreadable here (" + errno_text(e) + "): kernel drops cannot be counted";
+  if (l < sizeof(uint32_t) * (SK_MEMINFO_DROPS + 1)) return "SO_MEMINFO has no drop count here";
+  return {};
 }
 
 inline drivers::SocketAddress bound_address(int fd) {
