@@ -129,6 +129,8 @@ class RxBackend {
   virtual std::string tapped(const std::string& iface) const { return iface; }
   // The "receive buffer" start-up line(s), from the first worker's info ("rx: " is prepended).
   virtual std::vector<std::string> buffer_lines(const RxWorkerInfo& first) const = 0;
+  // Whether its workers count a provided-buffer ring running dry (RxWorkerInfo::buffer_ring_empty).
+  virtual bool has_buffer_ring() const { return false; }
   // Where a packet's receive time comes from (latency is that minus its send stamp).
   virtual const char* receive_stamps() const { return "one clock read per received batch"; }
   virtual std::vector<std::string> start_lines() const { return {}; }
@@ -169,7 +171,14 @@ struct BackendDescriptor {
   // returns what it did, ok = nothing of ours is left. nullptr = nothing to clean.
   std::string (*cleanup)(const std::string& iface, bool& ok);
   bool moves_packets = true;   // false: no I/O at all (null): nothing a path measurement can use
+  bool eal_args = false;       // takes EAL arguments (--dpdk-args): its ports are not the kernel's
+  bool tx_needs_peer_napi = false;  // its frames reach a veth peer only with NAPI on there (XDP-sent frames)
+  bool rx_one_reader = false;  // without --layers one worker reads what the kernel counted (--threads ignored)
+  bool rx_layers = false;      // --layers: counts at the driver and again at the sockets
 };
+
+// The descriptor named, or one with every flag false for a name the table does not have.
+const BackendDescriptor& describe_backend(const std::string& name);
 
 // Every backend, in the order --backend lists them.
 std::span<const BackendDescriptor* const> backends();

@@ -51,6 +51,16 @@ const BackendDescriptor* find_backend(const std::string& name) {
   return nullptr;
 }
 
+const BackendDescriptor& describe_backend(const std::string& name) {
+  static const BackendDescriptor kNone{.name = "", .detail_tx = nullptr, .detail_rx = nullptr, .frames = false,
+                                       .kernel_interface = false, .pins_workers = false, .auto_tx = 0, .auto_rx = 0,
+                                       .auto_skip = nullptr, .fallback = nullptr, .why_not = nullptr,
+                                       .capabilities = nullptr, .open_tx = nullptr, .open_rx = nullptr,
+                                       .cleanup = nullptr, .moves_packets = false};
+  const BackendDescriptor* b = find_backend(name);
+  return b ? *b : kNone;
+}
+
 std::vector<std::string> backend_choices() {
   std::vector<std::string> names{"auto"};
   for (const BackendDescriptor* b : kBackends) names.emplace_back(b->name);

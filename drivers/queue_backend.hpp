@@ -38,6 +38,9 @@ class QueueRxBackend : public RxBackend {
   explicit QueueRxBackend(MakeConfig config) : config_(std::move(config)) {}
 
   bool workers_see_frames() const override { return Queue::kLayer == engine::Layer::ethernet; }
+  bool has_buffer_ring() const override {
+    return requires(const Queue& q) { q.buffer_ring_empty(); };
+  }
 
   engine::RxResult run(unsigned index, const engine::RxPlan& plan, stats::RxSnapshotRing& snapshots,
                        const std::atomic<bool>& stop, RxWorkerInfo& info,

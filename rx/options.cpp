@@ -116,14 +116,14 @@ int parse_options(int argc, char** argv, Config& cfg) {
         throw cli::UsageError("--max-loss " + max_loss + ": give a percentage from 0 to 100");
     }
     // Stream state is bounded up front: refuse a setting the host cannot hold.
-    const uint64_t workers = cfg.backend == "xdp" && !cfg.layers ? 1 : cfg.threads;
+    const uint64_t workers = drivers::describe_backend(cfg.backend).rx_one_reader && !cfg.layers ? 1 : cfg.threads;
     cfg.stream_state_bytes = workers * uint64_t{cfg.max_streams} * engine::kStreamStateBytes;
     if (const uint64_t avail = mem_available_bytes(); avail && cfg.stream_state_bytes > avail / 2)
       throw cli::UsageError("--threads " + std::to_string(cfg.threads) + " x --max-streams " +
                             std::to_string(cfg.max_streams) + " may need " +
                             std::to_string(cfg.stream_state_bytes >> 20) + " MiB of stream state; this host has " +
                             std::to_string(avail >> 20) + " MiB available (at most half of it may go to streams)");
-    if (cfg.layers && cfg.backend != "xdp") throw cli::UsageError("--layers needs --backend xdp (the driver layer is an XDP program)");
+    if (cfg.layers && !drivers::describe_backend(cfg.backend).rx_layers) throw cli::UsageError("--layers needs --backend xdp (the driver layer is an XDP program)");
     if (cfg.bind.empty()) cfg.bind = cfg.ipv6 ? "::" : "0.0.0.0";
     // A bad address is bad usage: refused here, before any socket or program is set up.
     try {

@@ -41,10 +41,10 @@ int report_result(const Config& cfg, Run& run, const std::string& ended_by, repo
   run.backend->finish(results);
   report::RxSummary summary = report::summarize(results, cfg.expect);
   summary.receive_stamps = run.backend->receive_stamps();
-  const bool uring = std::string(run.choice.backend->name) == "uring";
+  const bool ring = run.backend->has_buffer_ring();
   std::printf("\n%s", report::format_table(summary, cfg.ipv6).c_str());
   std::printf("ended by: %s%s\n", ended_by.c_str(),
-              uring ? (", io_uring buffer ring ran dry " + std::to_string(ring_empty) + " times").c_str() : "");
+              ring ? (", io_uring buffer ring ran dry " + std::to_string(ring_empty) + " times").c_str() : "");
   ledger::Path drop_path;
   drop_path.missing = summary.lost;
   drop_path.sent = summary.unique + summary.lost;

@@ -117,6 +117,7 @@ extern const BackendDescriptor dpdk_backend = {
     .open_rx = nullptr,
 #endif
     .cleanup = nullptr,
+    .eal_args = true,
 };
 
 }  // namespace rateline::drivers

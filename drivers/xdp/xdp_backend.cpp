@@ -138,6 +138,9 @@ extern const BackendDescriptor xdp_backend = {
     .open_rx = nullptr,
 #endif
     .cleanup = nullptr,
+    .tx_needs_peer_napi = true,
+    .rx_one_reader = true,
+    .rx_layers = true,
 };
 
 }  // namespace rateline::drivers

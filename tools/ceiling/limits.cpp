@@ -1,5 +1,7 @@
 #include "limits.hpp"
 
+#include "backend.hpp"
+
 namespace rateline::ceiling {
 
 namespace {
@@ -33,7 +35,7 @@ std::optional<Refusal> check_limits(const proto::TrialRequest& t, const TrialLim
   if (t.slow_us && !l.allow_test_aids)
     return Refusal{"refused", "slow_us is a test aid: this receiver takes it only when started with "
                               "--serve-allow-test-aids"};
-  if (t.backend == "dpdk" && !l.allow_dpdk)
+  if (drivers::describe_backend(t.backend).eal_args && !l.allow_dpdk)
     return Refusal{"refused", "backend=dpdk: this receiver offers DPDK only on a device its operator named "
                               "(--serve-dpdk-device NAME)"};
   return std::nullopt;

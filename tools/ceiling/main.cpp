@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 
+#include "backend.hpp"
 #include "config.hpp"
 #include "lab.hpp"
 #include "link.hpp"
@@ -175,12 +176,13 @@ int run_local(const Config& cfg) {
   try {
     lab.create();
     if (!cfg.shape.empty()) lab.shape(cfg.shape);
-    if (cfg.tx_backend == "xdp") lab.enable_receiver_napi();
+    const bool peer_napi = drivers::describe_backend(cfg.tx_backend).tx_needs_peer_napi;
+    if (peer_napi) lab.enable_receiver_napi();
     if (!cfg.quiet)
       std::printf("ceiling: lab %s (%s, %s) <-> %s (%s, %s)%s%s\n", lab.ns_tx.c_str(), lab.if_tx.c_str(), lab.ip_tx.c_str(),
                   lab.ns_rx.c_str(), lab.if_rx.c_str(), lab.ip_rx.c_str(), cfg.shape.empty() ? "" : "; shaped: ",
                   cfg.shape.c_str());
-    if (!cfg.quiet && cfg.tx_backend == "xdp")
+    if (!cfg.quiet && peer_napi)
       std::printf("ceiling: GRO on %s: a veth takes XDP-sent frames only with NAPI on (plain UDP is not merged)\n",
                   lab.if_rx.c_str());
     std::fflush(stdout);

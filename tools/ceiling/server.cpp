@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend.hpp"
 #include "process.hpp"
 #include "protocol.hpp"
 #include "socket/udp_socket.hpp"
@@ -212,14 +213,15 @@ void Session::start_trial(const proto::TrialRequest& req) {
     argv.push_back("--rcvbuf");
     argv.push_back(std::to_string(req.rcvbuf));
   }
-  if (req.backend == "dpdk" && !cfg_.dpdk_device.empty()) {
+  const bool eal = drivers::describe_backend(req.backend).eal_args;
+  if (eal && !cfg_.dpdk_device.empty()) {
     // Only the device the operator named: EAL probes just that one (-a) unless the operator gave the EAL
     // arguments too (a vdev needs them), and rx takes that port and no other.
     argv.push_back("--device");
     argv.push_back(cfg_.dpdk_device);
     argv.push_back("--dpdk-args");
     argv.push_back(cfg_.rx_dpdk_args.empty() ? "-a " + cfg_.dpdk_device : cfg_.rx_dpdk_args);
-  } else if (req.backend == "dpdk" && !cfg_.rx_dpdk_args.empty()) {
+  } else if (eal && !cfg_.rx_dpdk_args.empty()) {
     // The EAL arguments name devices and may load drivers: they come from this host's command line only.
     argv.push_back("--dpdk-args");
     argv.push_back(cfg_.rx_dpdk_args);

@@ -148,11 +148,12 @@ TrialOutcome TrialRunner::run(const TrialSpec& spec) {
     argv.push_back("--device");
     argv.push_back(cfg_.device);
   }
-  if (cfg_.tx_backend == "dpdk" && !cfg_.tx_dpdk_args.empty()) {
+  const drivers::BackendDescriptor& tx_backend = drivers::describe_backend(cfg_.tx_backend);
+  if (tx_backend.eal_args && !cfg_.tx_dpdk_args.empty()) {
     argv.push_back("--dpdk-args");
     argv.push_back(cfg_.tx_dpdk_args);
   }
-  if (cfg_.tx_backend == "dpdk" && !cfg_.lab_peer_mac.empty()) {
+  if (tx_backend.eal_args && !cfg_.lab_peer_mac.empty()) {
     // DPDK's AF_PACKET PMD takes its interface down and up when it stops, and
     // the kernel flushes that interface's neighbours then, permanent ones too:
     // from the second trial on there would be no entry to read.

@@ -44,6 +44,21 @@ TEST(BackendTable, PathChoicesLeaveOutWhatMovesNoPackets) {
   EXPECT_EQ(all.size(), path.size() + 1);
 }
 
+TEST(BackendTable, ProgramsAskFlagsNotNames) {
+  // What pktgen, rx and ceiling decide by (EAL arguments, NAPI on the peer, one reader, --layers).
+  EXPECT_TRUE(describe_backend("dpdk").eal_args);
+  EXPECT_TRUE(describe_backend("xdp").tx_needs_peer_napi);
+  EXPECT_TRUE(describe_backend("xdp").rx_one_reader);
+  EXPECT_TRUE(describe_backend("xdp").rx_layers);
+  for (const char* n : {"socket", "uring", "afpacket", "afxdp", "null"}) {
+    const BackendDescriptor& b = describe_backend(n);
+    EXPECT_FALSE(b.eal_args || b.tx_needs_peer_napi || b.rx_one_reader || b.rx_layers) << n;
+  }
+  const BackendDescriptor& none = describe_backend("nosuch");
+  EXPECT_STREQ(none.name, "");
+  EXPECT_FALSE(none.moves_packets || none.eal_args || none.rx_layers);
+}
+
 TEST(BackendTable, AutoPicksOnlyWhatItMayAndSaysWhy) {
   for (Direction dir : {Direction::tx, Direction::rx}) {
     const BackendChoice c = choose_backend("auto", dir, false, "no interface");
