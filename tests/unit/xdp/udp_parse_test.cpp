@@ -28,7 +28,7 @@ BpfVerdict bpf_parse(const std::vector<uint8_t>& frame) {
   // header is then 4-byte aligned, as its struct needs in C++ (BPF reads any).
   alignas(8) static uint8_t buffer[2 + 4096];
   uint8_t* data = buffer + 2;
-  std::memcpy(data, frame.data(), frame.size());
+  if (!frame.empty()) std::memcpy(data, frame.data(), frame.size());  // an empty vector's data() may be null
   rl_udp_at at{};
   void* end = data + frame.size();
   if (rl_find_udp(data, end, &at)) return {};
