@@ -125,14 +125,16 @@ RxSocketInfo open_udp_rx_socket(const UdpRxConfig& cfg) {
   return info;
 }
 
+uint64_t rx_stamp_ns(const cmsghdr& c, int64_t realtime_minus_monotonic) {
+  if (c.cmsg_level != SOL_SOCKET || c.cmsg_type != SCM_TIMESTAMPNS || c.cmsg_len < CMSG_LEN(sizeof(timespec))) return 0;
+  timespec ts;
+  std::memcpy(&ts, CMSG_DATA(&c), sizeof ts);
+  return kernel_stamp_ns(ts, realtime_minus_monotonic);
+}
+
 uint64_t rx_stamp_ns(const msghdr& m, int64_t realtime_minus_monotonic) {
-  for (const cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(const_cast<msghdr*>(&m), const_cast<cmsghdr*>(c))) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS && c->cmsg_len >= CMSG_LEN(sizeof(timespec))) {
-      timespec ts;
-      std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
-      return kernel_stamp_ns(ts, realtime_minus_monotonic);
-    }
-  }
+  for (const cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(const_cast<msghdr*>(&m), const_cast<cmsghdr*>(c)))
+    if (const uint64_t ns = rx_stamp_ns(*c, realtime_minus_monotonic)) return ns;
   return 0;
 }
 

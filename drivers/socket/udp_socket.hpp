@@ -62,8 +62,10 @@ struct RxSocketInfo {
 RxSocketInfo open_udp_rx_socket(const UdpRxConfig& cfg);
 
 // The kernel's receive time of one datagram from its control messages, in
-// CLOCK_MONOTONIC ns (util/clock.hpp); 0 when it carries none.
+// CLOCK_MONOTONIC ns (util/clock.hpp); 0 when it carries none. The second
+// form reads one control message (io_uring walks them with its own helpers).
 uint64_t rx_stamp_ns(const msghdr& m, int64_t realtime_minus_monotonic);
+uint64_t rx_stamp_ns(const cmsghdr& c, int64_t realtime_minus_monotonic);
 // Control-message room for that stamp, per datagram.
 inline constexpr size_t kRxStampControlBytes = CMSG_SPACE(sizeof(timespec));
 

@@ -211,11 +211,7 @@ std::span<const engine::RxFrame> UringRxQueue::poll(uint32_t n) {
     frames_[got].rx_ns = 0;
     for (cmsghdr* c = io_uring_recvmsg_cmsg_firsthdr(out, &recv_shape_); c;
          c = io_uring_recvmsg_cmsg_nexthdr(out, &recv_shape_, c)) {
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
-        timespec ts;
-        std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
-        frames_[got].rx_ns = kernel_stamp_ns(ts, wall_offset);
-      }
+      if (const uint64_t ns = rx_stamp_ns(*c, wall_offset)) frames_[got].rx_ns = ns;
     }
     ++got;
   }
