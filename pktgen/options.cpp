@@ -25,7 +25,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
       ->capture_default_str();
   app.add_option("-n,--count", count, "packets in all (udp_bench n), e.g. 100000 or 100k; default: until --duration or Ctrl-C");
   app.add_option("-d,--duration", duration, "stop after this long: s by default, or 500ms, 2min");
-  app.add_option("-s,--size", size, "UDP payload bytes per packet (udp_bench s), at least 32")->capture_default_str();
+  app.add_option("-s,--size", size, "UDP payload bytes per packet (udp_bench s), at least 18 (a 64 B IPv4 frame; below 32 the short header, docs/wire-format.md)")->capture_default_str();
   app.add_option("-r,--rate", rate, "packets/s (100k, 10kpps) or bits/s (100Mbit, 1Gbps); excludes --delay");
   app.add_option("--rate-layer", rate_layer, "which bits a bit/s --rate counts: payload, l2 or l1")
       ->check(CLI::IsMember({"payload", "l2", "l1"}))

@@ -170,6 +170,10 @@ Run set_up(const Config& cfg) {
       plan.flows.push_back(flow);
     }
     plan.quota = cfg.count ? cfg.count / cfg.threads + (i < cfg.count % cfg.threads ? 1 : 0) : 0;
+    // The short form carries 48-bit sequences: a worker stops before any of
+    // its streams could wrap (218 days at 14.88 Mpps).
+    if (wire::is_short_form(cfg.size) && (plan.quota == 0 || plan.quota >= wire::kShortSeqLimit))
+      plan.quota = wire::kShortSeqLimit - 1;
     plan.duration_ns = cfg.duration_ns;
     plan.pace = pace;
     plan.payload = wire::PayloadPlan::make(cfg.size, wire::kHeaderBytes / 8, run.sender_id);

@@ -199,6 +199,9 @@ uint32_t AfPacketRxQueue::take(uint32_t n) {
       frames_[got].data = cur_pkt_ + h->tp_mac;
       frames_[got].len = h->tp_snaplen;
       frames_[got].rx_ns = kernel_stamp_ns({static_cast<time_t>(h->tp_sec), static_cast<long>(h->tp_nsec)}, wall_offset);
+      // CSUMNOTREADY: built on this host, checksum left for a device (a veth
+      // peer's socket sender); CSUM_VALID: the device checked it.
+      frames_[got].l4_checksum_trusted = (h->tp_status & (TP_STATUS_CSUMNOTREADY | TP_STATUS_CSUM_VALID)) != 0;
       ++got;
       cur_pkt_ += h->tp_next_offset;
       --pkts_left_;

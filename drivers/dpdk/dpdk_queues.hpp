@@ -170,6 +170,10 @@ class DpdkRxQueue {
       // scattered frame shows only its first segment and parses as truncated.
       frames_[i].data = rte_pktmbuf_mtod(mbufs_[i], const uint8_t*);
       frames_[i].len = mbufs_[i]->data_len;
+      // The NIC checked the UDP checksum (and the IPv4 one): the engine need not.
+      const uint64_t fl = mbufs_[i]->ol_flags;
+      frames_[i].l4_checksum_trusted = (fl & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_GOOD &&
+                                       (fl & RTE_MBUF_F_RX_IP_CKSUM_MASK) != RTE_MBUF_F_RX_IP_CKSUM_BAD;
     }
     held_ = got;
     return {frames_.data(), got};

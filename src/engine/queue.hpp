@@ -66,6 +66,12 @@ struct RxFrame {
   // read after poll() stands for the whole batch. Latency with the kernel's
   // stamp leaves out the time the datagram waited in a socket buffer.
   uint64_t rx_ns = 0;
+  // Ethernet-layer backends: the UDP checksum needs no check here, because
+  // the frame was built on this host and its checksum left for a device to
+  // fill in (AF_PACKET's TP_STATUS_CSUMNOTREADY: a veth peer's socket
+  // sender), or the device verified it (TP_STATUS_CSUM_VALID, DPDK's
+  // L4_CKSUM_GOOD).
+  bool l4_checksum_trusted = false;
 };
 
 template <class Q>

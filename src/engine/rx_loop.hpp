@@ -173,7 +173,8 @@ struct StreamLookup {
 inline void account(RxResult& st, StreamLookup& streams, const net::SenderAddress& from, const uint8_t* payload,
                     uint32_t len, uint64_t rx_ns) {
   stats::RxCounters& c = st.counters;
-  const wire::Decoded d = wire::decode(payload, len);
+  wire::Decoded d = wire::decode(payload, len);
+  if (d.short_form) [[unlikely]] d.tx_ns = wire::extend_stamp48(d.tx_ns, rx_ns);
   if (d.verdict == wire::Verdict::foreign) [[unlikely]] {
     ++c.foreign;
     return;
@@ -284,6 +285,22 @@ RxResult run_rx(Q& q, const RxPlan& plan, stats::RxSnapshotRing& snapshots, cons
         if (p.payload_len > plan.max_payload_bytes) [[unlikely]] {
           ++c.malformed;
           continue;
+        }
+        // The kernel drops a datagram whose UDP checksum is wrong before a
+        // socket sees it; a raw receiver checks it here, unless the device
+        // checked it or the frame never left this host (its checksum left
+        // for a device to fill in: counted, as it cannot be checked). For
+        // the short form it is the only integrity check; for the long form
+        // a second one, over the headers too.
+        if (!f.l4_checksum_trusted) {
+          const net::ChecksumCheck check = net::check_udp_checksums({f.data, f.len}, p);
+          if (check != net::ChecksumCheck::ok) [[unlikely]] {
+            if (check == net::ChecksumCheck::bad) {
+              ++c.bad_udp_checksum;
+              continue;
+            }
+            ++c.udp_checksum_unfilled;
+          }
         }
         detail::account(st, streams, detail::frame_sender(f.data, p), f.data + p.payload_offset, p.payload_len,
                         f.rx_ns ? f.rx_ns : rx_ns);

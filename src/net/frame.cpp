@@ -134,6 +134,18 @@ bool udp_checksums_ok(std::span<const uint8_t> frame, const ParsedUdp& p) {
   return ones_fold(acc) == 0xffff;
 }
 
+ChecksumCheck check_udp_checksums(std::span<const uint8_t> frame, const ParsedUdp& p) {
+  if (udp_checksums_ok(frame, p)) [[likely]] return ChecksumCheck::ok;
+  if (p.status != ParseStatus::ok) return ChecksumCheck::bad;
+  const uint8_t* l3 = frame.data() + p.l3_offset;
+  if (!p.ipv6 && ones_fold(ones_sum(l3, (l3[0] & 0x0f) * 4u)) != 0xffff) return ChecksumCheck::bad;
+  // CHECKSUM_PARTIAL: the kernel stored the folded pseudo-header sum, not complemented.
+  const uint16_t pseudo = ones_fold(pseudo_header_sum(l3, p.ipv6, p.payload_len + static_cast<uint32_t>(kUdpHeaderBytes)));
+  uint16_t field;
+  std::memcpy(&field, frame.data() + p.udp_offset + 6, 2);
+  return field == pseudo ? ChecksumCheck::unfilled : ChecksumCheck::bad;
+}
+
 ParsedUdp parse_udp_frame(std::span<const uint8_t> frame) {
   ParsedUdp r;
   const uint8_t* p = frame.data();

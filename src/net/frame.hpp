@@ -92,6 +92,16 @@ inline void udp_store_checksum(uint8_t* frame, uint32_t headers_len, uint64_t he
 struct ParsedUdp;
 bool udp_checksums_ok(std::span<const uint8_t> frame, const ParsedUdp& p);
 
+// What a receiver can say of a parsed frame's checksums.
+enum class ChecksumCheck : uint8_t {
+  ok,        // both right (or UDP/IPv4 without a checksum)
+  unfilled,  // IPv4 header right; the UDP field holds only the pseudo-header's sum: the
+             // frame was built on this host and its checksum left for a device to
+             // finish (a socket sender behind a veth, where XDP cannot ask the kernel)
+  bad,
+};
+ChecksumCheck check_udp_checksums(std::span<const uint8_t> frame, const ParsedUdp& p);
+
 enum class ParseStatus : uint8_t {
   ok,
   truncated,    // shorter than its headers claim

@@ -45,6 +45,8 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
     s.totals.unknown_stream = sat_add(s.totals.unknown_stream, c.unknown_stream);
     s.totals.backend_drops = sat_add(s.totals.backend_drops, c.backend_drops);
     s.totals.fragments = sat_add(s.totals.fragments, c.fragments);
+    s.totals.bad_udp_checksum = sat_add(s.totals.bad_udp_checksum, c.bad_udp_checksum);
+    s.totals.udp_checksum_unfilled = sat_add(s.totals.udp_checksum_unfilled, c.udp_checksum_unfilled);
     s.totals.events_lost = sat_add(s.totals.events_lost, c.events_lost);
     s.totals.stream_count = std::max(s.totals.stream_count, c.stream_count);
     for (const engine::RxStreamState& st : w.streams) {
@@ -190,6 +192,17 @@ std::string format_table(const RxSummary& s, bool ipv6) {
                 "; socket drops (sk_drops) %" PRIu64 "\n",
                 s.totals.foreign, s.totals.malformed, s.totals.unknown_stream, s.totals.backend_drops);
   out += line;
+  if (s.totals.bad_udp_checksum) {
+    std::snprintf(line, sizeof line, "bad UDP checksum: %" PRIu64 " frames dropped before decoding (the kernel drops these"
+                  " before a socket sees them; a sender's lost packet if it was ours)\n", s.totals.bad_udp_checksum);
+    out += line;
+  }
+  if (s.totals.udp_checksum_unfilled) {
+    std::snprintf(line, sizeof line, "unchecked UDP checksum: %" PRIu64 " frames carried a checksum left for offload by a"
+                  " sender on this host (a socket behind a veth); the payload's own check still applied to 32 B and up\n",
+                  s.totals.udp_checksum_unfilled);
+    out += line;
+  }
   if (s.implausible || s.implausible_markers || s.totals.fragments) {
     std::snprintf(line, sizeof line, "not believed: %" PRIu64 " lone sequence jumps beyond the window, %" PRIu64
                   " end markers (wrong, disputed or unconfirmed); IP fragments %" PRIu64 "\n",
@@ -256,7 +269,9 @@ nlohmann::json to_json(const RxSummary& s, bool ipv6) {
                        {"corrupt", g.corrupt}, {"implausible", g.implausible}});
   return {{"type", "result"}, {"tool", "rx"}, {"settings", s.settings}, {"time_s", s.seconds},
           {"senders", senders}, {"implausible", s.implausible}, {"implausible_markers", s.implausible_markers},
-          {"fragments", s.totals.fragments}, {"events_lost", s.totals.events_lost},
+          {"fragments", s.totals.fragments},
+          {"bad_udp_checksum", s.totals.bad_udp_checksum}, {"udp_checksum_unfilled", s.totals.udp_checksum_unfilled},
+          {"events_lost", s.totals.events_lost},
           {"received", s.unique}, {"arrivals", s.received}, {"lost", s.lost},
           {"lost_basis", s.all_ended ? "end_markers" : s.lost_from_expect ? "expected_count" : "sequence_gaps"},
           {"sent", s.all_ended ? nlohmann::json(s.sent_by_markers) : nlohmann::json(nullptr)},

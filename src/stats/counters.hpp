@@ -64,6 +64,8 @@ struct alignas(ring::kCacheLine) RxCounters {
   uint64_t streams_created = 0;  // stream states made (any packet of ours, corrupt ones too)
   uint64_t streams_ended = 0;    // streams whose end-marker total is believed now
   uint64_t fragments = 0;        // IP fragments (raw backends): maybe ours, not reassembled
+  uint64_t bad_udp_checksum = 0; // raw backends: UDP checksum wrong (the kernel drops these before a socket)
+  uint64_t udp_checksum_unfilled = 0;  // raw backends: checksum left for offload by a sender on this host
   uint64_t events_lost = 0;      // stream events the main thread's ring had no room for
   uint64_t stream_count = 0;   // announced by end markers (largest seen)
   uint64_t unknown_stream = 0; // stream id beyond --max-streams

@@ -16,6 +16,22 @@
 //   28   4     payload checksum (see below)
 //   32   ...   data: pattern words derived from (stream, seq); end marker: EndMarkerBody then pattern
 //
+// Short form, for data payloads of 18..31 bytes (RFC 2544's 64-byte IPv4
+// frame leaves 18 B of UDP payload; the long header alone is 32):
+//   off  size  field
+//   0    1     tag 'r' (the long form starts with 'R')
+//   1    1     version (high nibble, 1) and kind (low nibble, 1 data; end
+//               markers always use the long form)
+//   2    2     sender id
+//   4    2     stream id
+//   6    6     sequence, 48 bits (a stream ends before it would wrap)
+//   12   6     tx timestamp, the low 48 bits of the ns (78 hours): the
+//               receiver takes the value within +-39 h of its own clock
+//   18   ...   pad: byte j is byte (j % 8) of the LE word seed + (j / 8) * step
+// It carries no payload checksum (no room): the UDP checksum is its integrity
+// check, which the socket path's kernel verifies and raw receivers verify
+// themselves (engine/rx_loop.hpp).
+//
 // Pattern: 64-bit little-endian word i (i counted from the start of the
 // payload, first pattern word is i = 4) is seed + i * kPatternStep with
 // seed = mix(stream, seq). A receiver can recompute it, and a flipped bit,
@@ -41,7 +57,14 @@ inline constexpr uint32_t kMagic = 0x524c4e31;  // "RLN1"
 inline constexpr uint8_t kVersion = 1;
 inline constexpr uint32_t kHeaderBytes = 32;
 inline constexpr uint32_t kEndMarkerBodyBytes = 32;
-inline constexpr uint32_t kMinPayloadBytes = kHeaderBytes;
+inline constexpr uint32_t kShortHeaderBytes = 18;
+inline constexpr uint32_t kMinPayloadBytes = kShortHeaderBytes;
+inline constexpr uint8_t kShortTag = 'r';
+inline constexpr uint8_t kShortVersionKind = 0x11;  // version 1, kind data
+inline constexpr uint64_t kShortSeqLimit = 1ull << 48;  // sequences of the short form are below this
+
+// Whether a data payload of `len` bytes uses the short form.
+constexpr bool is_short_form(uint32_t len) { return len < kHeaderBytes; }
 inline constexpr uint32_t kEndMarkerMinPayloadBytes = kHeaderBytes + kEndMarkerBodyBytes;
 inline constexpr uint64_t kPatternStep = 0xd1b54a32d192ed03ull;  // odd
 
@@ -138,6 +161,7 @@ struct PayloadPlan {
   uint32_t tail_bytes = 0;   // bytes in the trailing partial word
   uint64_t sum_odd = 0;      // A = sum_{i=first}^{full-1} (2i+1)
   uint64_t sum_i_odd = 0;    // B = sum_{i=first}^{full-1} i(2i+1)
+  bool short_form = false;   // a data payload below kHeaderBytes: the short header
 
   static PayloadPlan make(uint32_t payload_len, uint32_t first_pattern_word = kHeaderBytes / 8, uint16_t sender = 0) {
     PayloadPlan pl;
@@ -146,6 +170,7 @@ struct PayloadPlan {
     pl.first_word = first_pattern_word;
     pl.full_words = payload_len / 8;
     pl.tail_bytes = payload_len % 8;
+    pl.short_form = is_short_form(payload_len);
     for (uint64_t i = pl.first_word; i < pl.full_words; ++i) {
       pl.sum_odd += 2 * i + 1;
       pl.sum_i_odd += i * (2 * i + 1);
@@ -230,6 +255,43 @@ inline uint64_t prefix_share(const uint8_t* p, uint32_t words) {
 
 inline void store_checksum(uint8_t* p, uint32_t csum) { detail::store_be(p + 28, csum, 4); }
 
+namespace detail {
+// The short form's pad byte j (j >= kShortHeaderBytes).
+inline uint8_t short_pad_byte(uint64_t seed, uint32_t j) {
+  return static_cast<uint8_t>((seed + uint64_t{j / 8} * kPatternStep) >> (8 * (j % 8)));
+}
+
+// The ones'-complement share of a payload written in place, read back: the
+// short form is at most 31 bytes, all in L1.
+inline uint64_t ones_of(const uint8_t* p, uint32_t len) {
+  uint64_t ones = 0;
+  uint32_t i = 0;
+  for (; i + 8 <= len; i += 8) ones += halves(load_le64(p + i));
+  if (i < len) {
+    uint8_t tail[8] = {};
+    std::memcpy(tail, p + i, len - i);
+    ones += halves(load_le64(tail));
+  }
+  return ones;
+}
+}  // namespace detail
+
+// The short form (layout above): header, then the pad.
+inline PayloadSums fill_short_payload(uint8_t* p, const PayloadPlan& pl, uint16_t stream, uint64_t seq,
+                                      uint64_t tx_ns) {
+  p[0] = kShortTag;
+  p[1] = kShortVersionKind;
+  detail::store_be(p + 2, pl.sender, 2);
+  detail::store_be(p + 4, stream, 2);
+  detail::store_be(p + 6, seq, 6);
+  detail::store_be(p + 12, tx_ns, 6);
+  if (pl.len > kShortHeaderBytes) {
+    const uint64_t seed = pattern_seed(stream, seq);
+    for (uint32_t j = kShortHeaderBytes; j < pl.len; ++j) p[j] = detail::short_pad_byte(seed, j);
+  }
+  return PayloadSums{0, detail::ones_of(p, pl.len)};
+}
+
 // Builds a complete data payload in place: header, pattern, checksum. This is
 // the per-packet work of every sender; it touches each payload byte once and
 // reads none back. The header goes out as four 64-bit words built from the
@@ -237,6 +299,7 @@ inline void store_checksum(uint8_t* p, uint32_t csum) { detail::store_be(p + 28,
 // shares come from registers, not from bytes just stored.
 inline PayloadSums fill_data_payload(uint8_t* p, const PayloadPlan& pl, uint16_t stream, uint64_t seq,
                                      uint64_t tx_ns) {
+  if (pl.short_form) [[unlikely]] return fill_short_payload(p, pl, stream, seq, tx_ns);
   const uint64_t w0 = uint64_t{kMagic >> 24} | uint64_t{(kMagic >> 16) & 0xff} << 8 |
                       uint64_t{(kMagic >> 8) & 0xff} << 16 | uint64_t{kMagic & 0xff} << 24 |
                       uint64_t{kVersion} << 32 | uint64_t{static_cast<uint8_t>(Kind::data)} << 40 |
@@ -305,11 +368,45 @@ struct Decoded {
   uint16_t stream = 0;
   uint64_t seq = 0;
   uint64_t tx_ns = 0;
+  bool short_form = false;  // seq and tx_ns are the wire's low 48 bits (extend_stamp48)
   EndMarkerBody end;  // valid when verdict == end
 };
 
+// The short form's 48-bit send time as a full CLOCK_MONOTONIC value: the one
+// nearest `near` (the receiver's clock). Exact when both share a clock and
+// the packet is younger than 39 hours; across clocks it stays consistent
+// from packet to packet (jitter needs only differences).
+inline uint64_t extend_stamp48(uint64_t low48, uint64_t near) {
+  const uint64_t diff = (low48 - near) & (kShortSeqLimit - 1);
+  const int64_t signed_diff = diff >= kShortSeqLimit / 2 ? static_cast<int64_t>(diff) - static_cast<int64_t>(kShortSeqLimit)
+                                                         : static_cast<int64_t>(diff);
+  return near + static_cast<uint64_t>(signed_diff);
+}
+
+inline Decoded decode_short(const uint8_t* p, uint32_t len) {
+  Decoded d;
+  d.verdict = Verdict::malformed;
+  if (len < kShortHeaderBytes || len >= kHeaderBytes || p[1] != kShortVersionKind) return d;
+  d.short_form = true;
+  d.sender = static_cast<uint16_t>(detail::load_be(p + 2, 2));
+  d.stream = static_cast<uint16_t>(detail::load_be(p + 4, 2));
+  d.seq = detail::load_be(p + 6, 6);
+  d.tx_ns = detail::load_be(p + 12, 6);
+  if (len > kShortHeaderBytes) {
+    const uint64_t seed = pattern_seed(d.stream, d.seq);
+    for (uint32_t j = kShortHeaderBytes; j < len; ++j)
+      if (p[j] != detail::short_pad_byte(seed, j)) {
+        d.verdict = Verdict::corrupt;
+        return d;
+      }
+  }
+  d.verdict = Verdict::data;
+  return d;
+}
+
 inline Decoded decode(const uint8_t* p, uint32_t len) {
   Decoded d;
+  if (len >= 2 && p[0] == kShortTag) [[unlikely]] return decode_short(p, len);
   if (len < 4 || detail::load_be(p, 4) != kMagic) return d;
   d.verdict = Verdict::malformed;
   if (len < kHeaderBytes || p[4] != kVersion) return d;

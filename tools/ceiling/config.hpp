@@ -29,7 +29,6 @@ inline constexpr uint32_t kIpv4FrameOverhead = 46;
 struct SizePlan {
   uint32_t payload = 0;                 // UDP payload bytes sent
   std::optional<uint32_t> rfc_frame;    // the RFC 2544 frame size asked for, when it came from --frame-sizes
-  bool clamped = false;                 // the frame was below pktgen's minimum (78 B): sent at the minimum
 };
 
 struct Config {

@@ -255,14 +255,15 @@ int parse_options(int argc, char** argv, Config& cfg) {
     if (frame_items.size() == 1 && frame_items[0] == "none") frame_items.clear();
     if (frame_sizes_in.empty())
       for (uint32_t f : kRfc2544Frames) frame_items.push_back(std::to_string(f));
-    const uint32_t min_frame = wire::kMinPayloadBytes + kIpv4FrameOverhead;
+    // 64 B, RFC 2544's smallest, is exactly the short payload form's minimum
+    // (18 B + 46 B of IPv4/UDP/Ethernet): every size is sent as named.
+    static_assert(wire::kMinPayloadBytes + kIpv4FrameOverhead == 64);
     for (const auto& f : frame_items) {
       const auto v = static_cast<uint32_t>(
           in_range<uint64_t>("--frame-sizes", convert("--frame-sizes", [&] { return units::parse_bytes(f); }), 64, 9018));
       SizePlan p;
       p.rfc_frame = v;
-      p.clamped = v < min_frame;
-      p.payload = std::max(v, min_frame) - kIpv4FrameOverhead;
+      p.payload = v - kIpv4FrameOverhead;
       cfg.sizes.push_back(p);
     }
     for (const auto& s : sizes.empty() ? std::vector<std::string>{"1400"} : sizes) {

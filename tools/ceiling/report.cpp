@@ -73,13 +73,9 @@ std::string format_table(const std::vector<SizeResult>& results, const Config& c
                 "asked/achieved", "data Mbit/s", "L1 Mbit/s", "% line", "PDR pps", "asked/achieved", "b2b burst",
                 "drops at the first failing rate");
   s += b;
-  bool clamped = false, unconfirmed = false, nominal = false;
+  bool unconfirmed = false, nominal = false;
   for (const auto& r : results) {
-    std::string frame = std::to_string(r.frame.l2);
-    if (r.plan.clamped) {
-      frame = std::to_string(*r.plan.rfc_frame) + ">" + frame;
-      clamped = true;
-    }
+    const std::string frame = std::to_string(r.frame.l2);
     if (!r.error.empty()) {
       std::snprintf(b, sizeof b, "%6s %7u | error: %s\n", frame.c_str(), r.plan.payload, r.error.c_str());
       s += b;
@@ -113,8 +109,6 @@ std::string format_table(const std::vector<SizeResult>& results, const Config& c
   }
   s += "NDR/PDR pps: the offered rate of the best passing trial, as asked of pktgen and as it achieved (the lower of the trial\n"
        "and its repeat); a pass where pktgen fell more than 5% short counts at the achieved rate. Mbit/s and % line: of the NDR.\n";
-  if (clamped)
-    s += "64>78: RFC 2544's 64 B frame is below pktgen's minimum (32 B payload header + 46 B IPv4/UDP/Ethernet): sent as 78 B.\n";
   if (unconfirmed) s += "?: not confirmed (the repeat of the final trial lost packets, or the search ran out of trials).\n";
   s += ">=: the receiver took everything the sender could offer (sender-limited). <min: loss even at --min-rate.\n";
   if (nominal) s += "n: % of a nominal link speed (virtual device: the number is made up).\n";
@@ -274,7 +268,6 @@ std::string loss_svg(const std::vector<SizeResult>& results, const Config& cfg, 
                   x1 - x0, y1 - y0);
     s += b;
     std::string head = std::to_string(r.plan.payload) + " B payload, " + std::to_string(r.frame.l2) + " B frame";
-    if (r.plan.clamped) head += " (RFC " + std::to_string(*r.plan.rfc_frame) + ")";
     if (r.ndr.found()) head += ": NDR " + f("%.0f", r.ndr.pps) + " pps";
     if (r.pdr.found()) head += ", PDR " + f("%.0f", r.pdr.pps);
     std::snprintf(b, sizeof b, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">%s</text>\n", x0, y0 - 10, xml_escape(head).c_str());

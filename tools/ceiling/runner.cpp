@@ -337,7 +337,7 @@ std::vector<SizeResult> Runner::run() {
     if (cfg_.back_to_back && r.error.empty() && !stop_flag().load()) back_to_back(r);
     nlohmann::json j = {{"type", "result"}, {"tool", "ceiling"}, {"payload", r.plan.payload}, {"frame", r.frame.l2},
                         {"requested_frame", r.plan.rfc_frame ? nlohmann::json(*r.plan.rfc_frame) : nlohmann::json(nullptr)},
-                        {"clamped_to_minimum", r.plan.clamped}, {"trials", r.trials.size()},
+                        {"trials", r.trials.size()},
                         {"set_aside_trials", r.set_aside},
                         {"load_policy", {{"trials", cfg_.load.trials}, {"exceed_ratio", cfg_.load.exceed_ratio}}}};
     if (!r.error.empty()) j["error"] = r.error;
