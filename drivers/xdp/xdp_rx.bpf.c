@@ -167,95 +167,38 @@ static __attribute__((noinline)) int pattern_share(const __u8 *pl, const void *e
   return 0;
 }
 
-SEC("xdp")
-int rateline_count(struct xdp_md *ctx) {
-  void *data = (void *)(long)ctx->data;
-  void *end = (void *)(long)ctx->data_end;
-  const __u32 frame_len = ctx->data_end - ctx->data;
-  const int ours = cfg.pass_counted ? XDP_PASS : XDP_DROP;
+// A payload of ours that failed its check: counted on its stream if the
+// stream id is in range (the id itself may be what was hit).
+static __always_inline void count_corrupt(struct rl_rx_totals *t, __u32 stream) {
+  t->corrupt++;
+  if (stream >= cfg.max_streams) return;
+  struct rl_rx_stream *s = bpf_map_lookup_elem(&rx_streams, &stream);
+  if (!s) return;
+  bpf_spin_lock(&s->lock);
+  s->corrupt++;
+  bpf_spin_unlock(&s->lock);
+}
+
+// A data packet that passed its checks: sequence window, latency, jitter.
+// stream_plen is stream << 32 | payload length; a short-form stamp (its low
+// 48 bits) is extended with this CPU's clock. A global BPF function: the
+// verifier checks it once, not once per path that reaches it (both header
+// forms do), and the caller's state after it is one state.
+__attribute__((noinline)) int count_data(__u64 stream_plen, __u64 seq, __u64 tx_ns, __u32 short_stamp) {
   __u32 zero = 0;
   struct rl_rx_totals *t = bpf_map_lookup_elem(&rx_totals, &zero);
-  if (!t) return XDP_PASS;
-  t->frames++;
-
-  // ---- Ethernet / VLAN / IP / UDP: net/udp_parse.bpf.h, as the steering program ----
-  struct rl_udp_at at;
-  if (rl_find_udp(data, end, &at)) goto foreign;
-  __u8 *udp = (__u8 *)at.udp;
-  if ((void *)(udp + 8) > end) goto foreign;  // (checked in rl_find_udp; said again for the verifier)
-  if (at.udp->dest != cfg.port_be) goto foreign;
-  const __u32 udp_off = at.udp_off;
-  const __u32 l4_limit = at.l4_limit;
-  const __u32 udp_len = bpf_ntohs(at.udp->len);
-  if (udp_len < 8 || l4_limit > frame_len || udp_off + udp_len > l4_limit) goto foreign;
-  const __u32 plen = udp_len - 8;
-  __u8 *pl = udp + 8;
-
-  // ---- our header, as wire::decode ----
-  if (plen < 4 || (void *)(pl + 4) > end || be32_at(pl) != RL_MAGIC) goto foreign;
-  if (plen < RL_HEADER_BYTES || plen > RL_MAX_PAYLOAD || (void *)(pl + RL_HEADER_BYTES) > end) goto malformed;
-  const __u8 kind = pl[RL_OFF_KIND];
-  if (pl[RL_OFF_VERSION] != RL_VERSION || (kind != RL_KIND_DATA && kind != RL_KIND_END)) goto malformed;
-  if (be16_at(pl + RL_OFF_LEN) != plen) goto malformed;
-  if (kind == RL_KIND_END && plen < RL_END_MIN_BYTES) goto malformed;
-  // ---- payload checksum over every byte (wire::payload_checksum) ----
-  // The header fields are read after it: fewer values live across the call.
-  __u64 acc = *(const __u64 *)pl + 3 * *(const __u64 *)(pl + 8) + 5 * *(const __u64 *)(pl + 16) +
-              7 * (*(const __u64 *)(pl + 24) & 0xffffffffull);  // bytes 28..31 read as zero
-  if (pattern_share(pl, end, plen, &acc)) goto malformed;
-  if ((void *)(pl + RL_HEADER_BYTES) > end) goto malformed;  // (checked above; said again for the verifier)
-  const __u32 stream = be16_at(pl + RL_OFF_STREAM);
-  const __u64 seq = be64_at(pl + RL_OFF_SEQ);
-  const __u64 tx_ns = be64_at(pl + RL_OFF_TX_NS);
-  const __u32 stored_csum = be32_at(pl + RL_OFF_CSUM);
-  if (rl_fold32(acc) != stored_csum) {
-    t->corrupt++;
-    if (stream < cfg.max_streams) {
-      struct rl_rx_stream *s = bpf_map_lookup_elem(&rx_streams, &stream);
-      if (s) {
-        bpf_spin_lock(&s->lock);
-        s->corrupt++;
-        bpf_spin_unlock(&s->lock);
-      }
-    }
-    return ours;
-  }
-
-  if (kind == RL_KIND_END) {
-    t->end_markers++;
-    if (stream >= cfg.max_streams) {
-      t->unknown_stream++;
-      return ours;
-    }
-    const __u8 *q = pl + RL_HEADER_BYTES;
-    if ((void *)(q + RL_END_BODY_BYTES) > end) goto malformed;
-    struct rl_end_body body;
-    body.total_sent = be64_at(q);
-    body.delay_ns = be64_at(q + 8);
-    body.count = be64_at(q + 16);
-    body.burst = be32_at(q + 24);
-    body.stream_count = be16_at(q + 28);
-    body.data_size = be16_at(q + 30);
-    struct rl_rx_stream *s = bpf_map_lookup_elem(&rx_streams, &stream);
-    if (!s) return ours;
-    bpf_spin_lock(&s->lock);
-    if (!(s->flags & RL_STREAM_ENDED)) {
-      s->end = body;
-      s->flags |= RL_STREAM_ENDED;
-    }
-    s->flags |= RL_STREAM_SEEN;
-    bpf_spin_unlock(&s->lock);
-    return ours;
-  }
-
+  if (!t) return 0;
+  __u32 stream = (__u32)(stream_plen >> 32);
+  const __u32 plen = (__u32)stream_plen;
+  const __u64 now = bpf_ktime_get_ns();  // CLOCK_MONOTONIC, as the sender's stamp
+  if (short_stamp) tx_ns = rl_extend_stamp48(tx_ns, now);
   if (stream >= cfg.max_streams) {
     t->unknown_stream++;
-    return ours;
+    return 0;
   }
   struct rl_rx_stream *s = bpf_map_lookup_elem(&rx_streams, &stream);
   struct rl_rx_latency *lat = bpf_map_lookup_elem(&rx_latency, &stream);
-  if (!s || !lat) return ours;
-  const __u64 now = bpf_ktime_get_ns();  // CLOCK_MONOTONIC, as the sender's stamp
+  if (!s || !lat) return 0;
   t->data++;
   t->payload_bytes += plen;
 
@@ -286,6 +229,168 @@ int rateline_count(struct xdp_md *ctx) {
   s->prev_rx_ns = now;
   s->flags |= RL_STREAM_HAVE_PREV;
   bpf_spin_unlock(&s->lock);
+  return 0;
+}
+
+#define RL_CSUM_OK 0
+#define RL_CSUM_UNFILLED 1
+#define RL_CSUM_BAD 2
+
+// The UDP checksum of a short-form datagram (udp_len <= 8 + 31 bytes), as
+// net::check_udp_checksums: ok, bad, or "unfilled" when the field holds the
+// folded pseudo-header sum (CHECKSUM_PARTIAL: a socket sender behind a veth
+// on this host left it for a device that never came). Sums big-endian
+// 16-bit words; IPv4's zero field means "no checksum".
+static __attribute__((noinline)) int short_udp_checksum(const __u8 *l3, const __u8 *u, const void *end, __u32 udp_len,
+                                                        __u32 ipv6) {
+  if ((void *)(u + 8) > end) return RL_CSUM_BAD;
+  const __u16 field = be16_at(u + 6);
+  __u64 pseudo = IPPROTO_UDP + udp_len;
+  if (ipv6) {
+    if ((void *)(l3 + 40) > end) return RL_CSUM_BAD;
+    for (__u32 k = 8; k < 40; k += 2) pseudo += be16_at(l3 + k);
+  } else {
+    if (!field) return RL_CSUM_OK;
+    if ((void *)(l3 + 20) > end) return RL_CSUM_BAD;
+    for (__u32 k = 12; k < 20; k += 2) pseudo += be16_at(l3 + k);
+  }
+  __u64 sum = pseudo;
+  for (__u32 k = 0; k < 8 + RL_HEADER_BYTES - 1; k++) {
+    if (k >= udp_len) break;
+    barrier_var(u);
+    if ((void *)(u + k + 1) > end) return RL_CSUM_BAD;
+    sum += k & 1 ? (__u64)u[k] : (__u64)u[k] << 8;
+  }
+  if (rl_ones_fold(sum) == 0xffff) return RL_CSUM_OK;
+  return field == rl_ones_fold(pseudo) ? RL_CSUM_UNFILLED : RL_CSUM_BAD;
+}
+
+// A short-form datagram (its first two bytes say so), as wire::decode_short
+// plus the UDP checksum: the only integrity check the short form has. A
+// global BPF function, verified once: its loops run to the payload's length,
+// and inlined, each exit of each loop would be a path of the caller's.
+__attribute__((noinline)) int count_short(struct xdp_md *ctx, __u32 l3_off, __u32 udp_off, __u32 ipv6, int ours) {
+  void *data = (void *)(long)ctx->data;
+  void *end = (void *)(long)ctx->data_end;
+  __u32 zero = 0;
+  struct rl_rx_totals *t = bpf_map_lookup_elem(&rx_totals, &zero);
+  if (!t) return XDP_PASS;
+  // rl_find_udp's offsets (Ethernet, two tags, IP) are below these; the
+  // masks give the verifier the bounds on the registers it checks.
+  const __u8 *l3 = (const __u8 *)data + (l3_off & 0x3f);
+  const __u8 *udp = (const __u8 *)data + (udp_off & 0xff);
+  if ((void *)(udp + 8) > end) goto malformed;
+  const __u32 udp_len = be16_at(udp + 4);
+  const __u32 plen = udp_len - 8;
+  const __u8 *pl = udp + 8;
+  if (udp_len < 8 || plen < RL_SHORT_HEADER_BYTES || plen >= RL_HEADER_BYTES ||
+      (void *)(pl + RL_SHORT_HEADER_BYTES) > end)
+    goto malformed;
+  const int check = short_udp_checksum(l3, udp, end, udp_len, ipv6);
+  if (check == RL_CSUM_BAD) {
+    t->bad_udp_checksum++;  // dropped before decoding, as the kernel drops it before a socket
+    return ours;
+  }
+  if (check == RL_CSUM_UNFILLED) t->udp_checksum_unfilled++;
+  if ((void *)(pl + RL_SHORT_HEADER_BYTES) > end) goto malformed;  // (said again for the verifier)
+  const __u32 stream = be16_at(pl + RL_OFF_SHORT_STREAM);
+  const __u64 seq = (__u64)be16_at(pl + RL_OFF_SHORT_SEQ) << 32 | be32_at(pl + RL_OFF_SHORT_SEQ + 2);
+  const __u64 tx48 = (__u64)be16_at(pl + RL_OFF_SHORT_TX_NS) << 32 | be32_at(pl + RL_OFF_SHORT_TX_NS + 2);
+  const __u64 seed = rl_pattern_seed((__u16)stream, seq);
+  for (__u32 j = RL_SHORT_HEADER_BYTES; j < RL_HEADER_BYTES - 1; j++) {
+    if (j >= plen) break;
+    barrier_var(pl);
+    if ((void *)(pl + j + 1) > end) goto malformed;
+    if (pl[j] != rl_short_pad_byte(seed, j)) {
+      count_corrupt(t, stream);
+      return ours;
+    }
+  }
+  count_data((__u64)stream << 32 | plen, seq, tx48, 1);
+  return ours;
+malformed:
+  t->malformed++;
+  return ours;
+}
+
+SEC("xdp")
+int rateline_count(struct xdp_md *ctx) {
+  void *data = (void *)(long)ctx->data;
+  void *end = (void *)(long)ctx->data_end;
+  const __u32 frame_len = ctx->data_end - ctx->data;
+  const int ours = cfg.pass_counted ? XDP_PASS : XDP_DROP;
+  __u32 zero = 0;
+  struct rl_rx_totals *t = bpf_map_lookup_elem(&rx_totals, &zero);
+  if (!t) return XDP_PASS;
+  t->frames++;
+
+  // ---- Ethernet / VLAN / IP / UDP: net/udp_parse.bpf.h, as the steering program ----
+  struct rl_udp_at at;
+  if (rl_find_udp(data, end, &at)) goto foreign;
+  __u8 *udp = (__u8 *)at.udp;
+  if ((void *)(udp + 8) > end) goto foreign;  // (checked in rl_find_udp; said again for the verifier)
+  if (at.udp->dest != cfg.port_be) goto foreign;
+  const __u32 udp_off = at.udp_off;
+  const __u32 l4_limit = at.l4_limit;
+  const __u32 udp_len = bpf_ntohs(at.udp->len);
+  if (udp_len < 8 || l4_limit > frame_len || udp_off + udp_len > l4_limit) goto foreign;
+  const __u32 plen = udp_len - 8;
+  __u8 *pl = udp + 8;
+
+  // ---- the short form (payload below 32 B) ----
+  if (plen >= 2 && (void *)(pl + 2) <= end && pl[0] == RL_SHORT_TAG && pl[1] == RL_SHORT_VERSION_KIND)
+    return count_short(ctx, (__u32)(at.l3 - (__u8 *)data), udp_off, at.ipv6, ours);
+
+  // ---- our header, as wire::decode ----
+  if (plen < 4 || (void *)(pl + 4) > end || be32_at(pl) != RL_MAGIC) goto foreign;
+  if (plen < RL_HEADER_BYTES || plen > RL_MAX_PAYLOAD || (void *)(pl + RL_HEADER_BYTES) > end) goto malformed;
+  const __u8 kind = pl[RL_OFF_KIND];
+  if (pl[RL_OFF_VERSION] != RL_VERSION || (kind != RL_KIND_DATA && kind != RL_KIND_END)) goto malformed;
+  if (be16_at(pl + RL_OFF_LEN) != plen) goto malformed;
+  if (kind == RL_KIND_END && plen < RL_END_MIN_BYTES) goto malformed;
+  // ---- payload checksum over every byte (wire::payload_checksum) ----
+  // The header fields are read after it: fewer values live across the call.
+  __u64 acc = *(const __u64 *)pl + 3 * *(const __u64 *)(pl + 8) + 5 * *(const __u64 *)(pl + 16) +
+              7 * (*(const __u64 *)(pl + 24) & 0xffffffffull);  // bytes 28..31 read as zero
+  if (pattern_share(pl, end, plen, &acc)) goto malformed;
+  if ((void *)(pl + RL_HEADER_BYTES) > end) goto malformed;  // (checked above; said again for the verifier)
+  const __u32 stream = be16_at(pl + RL_OFF_STREAM);
+  const __u64 seq = be64_at(pl + RL_OFF_SEQ);
+  const __u64 tx_ns = be64_at(pl + RL_OFF_TX_NS);
+  const __u32 stored_csum = be32_at(pl + RL_OFF_CSUM);
+  if (rl_fold32(acc) != stored_csum) {
+    count_corrupt(t, stream);
+    return ours;
+  }
+
+  if (kind == RL_KIND_END) {
+    t->end_markers++;
+    if (stream >= cfg.max_streams) {
+      t->unknown_stream++;
+      return ours;
+    }
+    const __u8 *q = pl + RL_HEADER_BYTES;
+    if ((void *)(q + RL_END_BODY_BYTES) > end) goto malformed;
+    struct rl_end_body body;
+    body.total_sent = be64_at(q);
+    body.delay_ns = be64_at(q + 8);
+    body.count = be64_at(q + 16);
+    body.burst = be32_at(q + 24);
+    body.stream_count = be16_at(q + 28);
+    body.data_size = be16_at(q + 30);
+    struct rl_rx_stream *s = bpf_map_lookup_elem(&rx_streams, &stream);
+    if (!s) return ours;
+    bpf_spin_lock(&s->lock);
+    if (!(s->flags & RL_STREAM_ENDED)) {
+      s->end = body;
+      s->flags |= RL_STREAM_ENDED;
+    }
+    s->flags |= RL_STREAM_SEEN;
+    bpf_spin_unlock(&s->lock);
+    return ours;
+  }
+
+  count_data((__u64)stream << 32 | plen, seq, tx_ns, 0);
   return ours;
 
 malformed:

@@ -26,6 +26,7 @@ static_assert(RL_LAT_SUB_BITS == stats::LatencyHistogram::kSubBits && RL_LAT_BUC
 static_assert(RL_MAX_PAYLOAD <= 65535 && RL_MAX_PAYLOAD % 8 == 0);
 static_assert(sizeof(rl_rx_config) == 12);
 static_assert(sizeof(rl_end_body) == 32);
+static_assert(sizeof(rl_rx_totals) == 10 * 8);
 
 XdpRxProgram::XdpRxProgram(const XdpRxConfig& cfg) : cfg_(cfg) {
   if (cfg.max_streams > kMaxStreams)
@@ -78,6 +79,8 @@ engine::RxResult XdpRxProgram::read(bool with_latency) const {
       c.malformed += t.malformed;
       c.corrupt += t.corrupt;
       c.unknown_stream += t.unknown_stream;
+      c.bad_udp_checksum += t.bad_udp_checksum;
+      c.udp_checksum_unfilled += t.udp_checksum_unfilled;
     }
   }
 

@@ -50,6 +50,17 @@ typedef __u64 rl_u64;
 #define RL_END_BODY_BYTES 32    /* total_sent 8, delay_ns 8, count 8, burst 4, stream_count 2, data_size 2 */
 #define RL_END_MIN_BYTES 64
 #define RL_PATTERN_STEP 0xd1b54a32d192ed03ull
+/* The short form, for data payloads of RL_SHORT_HEADER_BYTES..RL_HEADER_BYTES-1
+ * (a 64 B IPv4 frame): no magic word and no payload checksum, the UDP
+ * checksum is its integrity check. */
+#define RL_SHORT_TAG 0x72           /* 'r' */
+#define RL_SHORT_VERSION_KIND 0x11  /* version 1, kind data */
+#define RL_SHORT_HEADER_BYTES 18
+#define RL_OFF_SHORT_SENDER 2
+#define RL_OFF_SHORT_STREAM 4
+#define RL_OFF_SHORT_SEQ 6    /* 6 bytes */
+#define RL_OFF_SHORT_TX_NS 12 /* 6 bytes: the low 48 bits */
+#define RL_SHORT_LIMIT (1ull << 48) /* sequences and stamps are below this */
 /* Largest UDP payload the RX program verifies (jumbo frames): its checksum
  * loop has this many words as its constant bound. */
 #define RL_MAX_PAYLOAD 9000
@@ -101,6 +112,42 @@ RL_INLINE rl_u16 rl_ones_fold(rl_u64 acc) {
   return (rl_u16)acc;
 }
 
+/* A short-form payload of len bytes (18..31) as four little-endian words,
+ * zero past len: the bytes wire::fill_short_payload writes. Pad byte j is
+ * byte j % 8 of the pattern word seed + (j / 8) * step, so words 2 and 3 are
+ * pattern words with the header's last two bytes laid over word 2. */
+struct rl_short_words {
+  rl_u64 w[4];
+};
+
+RL_INLINE rl_u64 rl_low_bytes(rl_u64 w, rl_u32 bytes) { return bytes >= 8 ? w : w & ((1ull << (8 * bytes)) - 1); }
+
+RL_INLINE struct rl_short_words rl_short_payload(rl_u16 sender, rl_u16 stream, rl_u64 seq, rl_u64 tx_ns, rl_u32 len) {
+  const rl_u64 seed = rl_pattern_seed(stream, seq);
+  struct rl_short_words s;
+  s.w[0] = (rl_u64)RL_SHORT_TAG | (rl_u64)RL_SHORT_VERSION_KIND << 8 | (rl_u64)(sender >> 8) << 16 |
+           (rl_u64)(sender & 0xff) << 24 | (rl_u64)(stream >> 8) << 32 | (rl_u64)(stream & 0xff) << 40 |
+           ((seq >> 40) & 0xff) << 48 | ((seq >> 32) & 0xff) << 56;
+  s.w[1] = __builtin_bswap64((seq & 0xffffffffull) << 32 | ((tx_ns >> 16) & 0xffffffffull));
+  s.w[2] = ((seed + 2 * RL_PATTERN_STEP) & ~0xffffull) | ((tx_ns >> 8) & 0xff) | (tx_ns & 0xff) << 8;
+  s.w[3] = seed + 3 * RL_PATTERN_STEP;
+  s.w[2] = rl_low_bytes(s.w[2], len - 16);
+  s.w[3] = len > 24 ? rl_low_bytes(s.w[3], len - 24) : 0;
+  return s;
+}
+
+/* wire::detail::short_pad_byte: the pad byte the receiver expects at j. */
+RL_INLINE rl_u8 rl_short_pad_byte(rl_u64 seed, rl_u32 j) {
+  return (rl_u8)((seed + (rl_u64)(j / 8) * RL_PATTERN_STEP) >> (8 * (j % 8)));
+}
+
+/* wire::extend_stamp48: the full clock value nearest `near` whose low 48
+ * bits are low48. */
+RL_INLINE rl_u64 rl_extend_stamp48(rl_u64 low48, rl_u64 near) {
+  const rl_u64 diff = (low48 - near) & (RL_SHORT_LIMIT - 1);
+  return diff >= RL_SHORT_LIMIT / 2 ? near - (RL_SHORT_LIMIT - diff) : near + diff;
+}
+
 /* ==== TX: xdp_tx.bpf.c, run by BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES ==== */
 
 /* BPF_PROG_RUN passes these 8 bytes as XDP metadata in front of every
@@ -120,6 +167,8 @@ struct rl_tx_config {
   rl_u32 full_words;   /* wire::PayloadPlan::full_words */
   rl_u32 tail_bytes;   /* wire::PayloadPlan::tail_bytes */
   rl_u32 max_streams;  /* entries of tx_streams */
+  rl_u32 short_form;   /* data packets use the short form (payload_len < RL_HEADER_BYTES) */
+  rl_u32 pad;
   rl_u64 sum_odd;      /* wire::PayloadPlan::sum_odd */
   rl_u64 sum_i_odd;    /* wire::PayloadPlan::sum_i_odd */
 };
@@ -131,8 +180,9 @@ struct rl_tx_config {
  * syscall). One cache line per stream: workers never share a line. */
 struct rl_tx_stream {
   rl_u64 next_seq;    /* data packets generated so far = the next sequence */
-  rl_u64 csum_base;   /* payload checksum share of the constant words: w0*1 + w3*7 + step*sum_i_odd */
-  rl_u64 ones_base;   /* one's-complement sum of pseudo-header, UDP header and the constant payload halves */
+  rl_u64 csum_base;   /* payload checksum share of the constant words: w0*1 + w3*7 + step*sum_i_odd (long form) */
+  rl_u64 ones_base;   /* one's-complement sum of pseudo-header, UDP header and the constant payload halves
+                         (short form: no payload halves, the program sums all four words) */
   rl_u64 end_frames;  /* end markers sent (the template already complete: sent as is) */
   rl_u64 bad_frames;  /* frames that did not fit the template (never expected): dropped */
   rl_u64 pad[3];
@@ -167,6 +217,8 @@ struct rl_rx_totals {
   rl_u64 malformed;       /* our magic, bad header or length, or longer than RL_MAX_PAYLOAD */
   rl_u64 corrupt;         /* payload checksum mismatch */
   rl_u64 unknown_stream;  /* stream id >= max_streams */
+  rl_u64 bad_udp_checksum;       /* short form: UDP checksum wrong (dropped, as the kernel would) */
+  rl_u64 udp_checksum_unfilled;  /* short form: checksum left for offload by a sender on this host */
 };
 
 struct rl_end_body {

@@ -31,7 +31,9 @@ static_assert(RL_HEADER_BYTES == wire::kHeaderBytes && RL_FIRST_PATTERN_WORD == 
 static_assert(RL_END_BODY_BYTES == wire::kEndMarkerBodyBytes && RL_END_MIN_BYTES == wire::kEndMarkerMinPayloadBytes);
 static_assert(RL_PATTERN_STEP == wire::kPatternStep);
 static_assert(sizeof(rl_tx_stream) == 64, "one cache line per stream");
-static_assert(sizeof(rl_tx_config) == 40);
+static_assert(sizeof(rl_tx_config) == 48);
+static_assert(RL_SHORT_HEADER_BYTES == wire::kShortHeaderBytes && RL_SHORT_TAG == wire::kShortTag &&
+              RL_SHORT_VERSION_KIND == wire::kShortVersionKind && RL_SHORT_LIMIT == wire::kShortSeqLimit);
 
 namespace {
 
@@ -93,9 +95,13 @@ rl_tx_stream stream_constants(const uint8_t* frame, uint32_t headers_len, bool i
   std::memcpy(udp_hdr, udp, 8);
   udp_hdr[6] = udp_hdr[7] = 0;
   ones = net::ones_sum(udp_hdr, 8, ones);
+  rl_tx_stream s{};
+  if (pl.short_form) {  // the program sums the whole payload itself
+    s.ones_base = ones;
+    return s;
+  }
   ones = net::ones_sum(p, 8, ones);                       // word 0: magic, version, kind, stream
   ones = net::ones_sum(p + wire::kHeaderBytes - 8, 4, ones);  // bytes 24..27: sender id and length
-  rl_tx_stream s{};
   const uint64_t w0 = wire::detail::load_le64(p);
   const uint64_t w3 = wire::detail::load_le64(p + 24) & 0xffffffffull;
   s.csum_base = w0 + 7 * w3 + wire::kPatternStep * pl.sum_i_odd;
@@ -124,6 +130,7 @@ XdpTxProgram::XdpTxProgram(const XdpTxConfig& cfg) : cfg_(cfg) {
   rc.full_words = pl.full_words;
   rc.tail_bytes = pl.tail_bytes;
   rc.max_streams = cfg.streams;
+  rc.short_form = pl.short_form ? 1 : 0;
   rc.sum_odd = pl.sum_odd;
   rc.sum_i_odd = pl.sum_i_odd;
 

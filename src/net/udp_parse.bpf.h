@@ -27,6 +27,8 @@ struct rl_udp_at {
   struct udphdr *udp;  // within the frame: rl_find_udp checked all 8 bytes
   __u32 udp_off;       // from the frame's start
   __u32 l4_limit;      // end of the IP packet as its header says, from the frame's start
+  __u8 *l3;            // the IP header (checked: a whole iphdr or ipv6hdr)
+  __u32 ipv6;          // 1 for IPv6
 };
 
 // 0 and *at filled when the frame carries a whole UDP header (not a
@@ -53,12 +55,16 @@ static __always_inline int rl_find_udp(void *data, void *end, struct rl_udp_at *
     if (ip->version != 4 || ip->ihl < 5) return -1;
     if (ip->protocol != IPPROTO_UDP || (ip->frag_off & bpf_htons(0x3fff))) return -1;
     udp = (__u8 *)ip + ip->ihl * 4;
+    at->l3 = (__u8 *)ip;
+    at->ipv6 = 0;
     at->l4_limit = (__u32)((__u8 *)ip - (__u8 *)data) + bpf_ntohs(ip->tot_len);
   } else if (proto == bpf_htons(ETH_P_IPV6)) {
     struct ipv6hdr *ip6 = (struct ipv6hdr *)l3;
     if ((void *)(ip6 + 1) > end) return -1;
     if (ip6->version != 6 || ip6->nexthdr != IPPROTO_UDP) return -1;
     udp = (__u8 *)(ip6 + 1);
+    at->l3 = (__u8 *)ip6;
+    at->ipv6 = 1;
     at->l4_limit = (__u32)(udp - (__u8 *)data) + bpf_ntohs(ip6->payload_len);
   } else {
     return -1;

@@ -386,7 +386,7 @@ inline uint64_t extend_stamp48(uint64_t low48, uint64_t near) {
 inline Decoded decode_short(const uint8_t* p, uint32_t len) {
   Decoded d;
   d.verdict = Verdict::malformed;
-  if (len < kShortHeaderBytes || len >= kHeaderBytes || p[1] != kShortVersionKind) return d;
+  if (len < kShortHeaderBytes || len >= kHeaderBytes) return d;
   d.short_form = true;
   d.sender = static_cast<uint16_t>(detail::load_be(p + 2, 2));
   d.stream = static_cast<uint16_t>(detail::load_be(p + 4, 2));
@@ -406,7 +406,7 @@ inline Decoded decode_short(const uint8_t* p, uint32_t len) {
 
 inline Decoded decode(const uint8_t* p, uint32_t len) {
   Decoded d;
-  if (len >= 2 && p[0] == kShortTag) [[unlikely]] return decode_short(p, len);
+  if (len >= 2 && p[0] == kShortTag && p[1] == kShortVersionKind) [[unlikely]] return decode_short(p, len);
   if (len < 4 || detail::load_be(p, 4) != kMagic) return d;
   d.verdict = Verdict::malformed;
   if (len < kHeaderBytes || p[4] != kVersion) return d;

@@ -33,10 +33,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     REQUIRE(p.udp_offset >= p.l3_offset + (p.ipv6 ? net::kIpv6HeaderBytes : net::kIpv4HeaderBytes));
     REQUIRE(p.payload_offset == p.udp_offset + net::kUdpHeaderBytes);
     REQUIRE(uint64_t{p.payload_offset} + p.payload_len <= size);
-    (void)net::udp_checksums_ok(frame, p);
+    const bool checksums_ok = net::udp_checksums_ok(frame, p);
+    const net::ChecksumCheck check = net::check_udp_checksums(frame, p);
+    REQUIRE((check == net::ChecksumCheck::ok) == checksums_ok);
     const wire::Decoded d = wire::decode(data + p.payload_offset, p.payload_len);
     if (d.verdict == wire::Verdict::data || d.verdict == wire::Verdict::end)
-      REQUIRE(p.payload_len >= wire::kHeaderBytes);
+      REQUIRE(p.payload_len >= (d.short_form ? wire::kShortHeaderBytes : wire::kHeaderBytes));
+    if (d.short_form) REQUIRE(d.verdict != wire::Verdict::end && p.payload_len < wire::kHeaderBytes);
     if (d.verdict == wire::Verdict::end) REQUIRE(p.payload_len >= wire::kEndMarkerMinPayloadBytes);
   } else {
     REQUIRE(!net::udp_checksums_ok(frame, p));
@@ -44,7 +47,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The same bytes as a bare UDP payload (socket backends hand those over).
   const wire::Decoded d = wire::decode(data, static_cast<uint32_t>(size));
   if (d.verdict != wire::Verdict::foreign) REQUIRE(size >= 4);
-  if (d.verdict == wire::Verdict::data || d.verdict == wire::Verdict::end || d.verdict == wire::Verdict::corrupt) {
+  if (d.short_form) {  // the short form: 'r', version/kind, 18..31 bytes, no length field
+    REQUIRE(size >= wire::kShortHeaderBytes && size < wire::kHeaderBytes);
+    REQUIRE(data[0] == wire::kShortTag && data[1] == wire::kShortVersionKind);
+    REQUIRE(d.seq < wire::kShortSeqLimit && d.tx_ns < wire::kShortSeqLimit);
+  } else if (d.verdict == wire::Verdict::data || d.verdict == wire::Verdict::end || d.verdict == wire::Verdict::corrupt) {
     REQUIRE(size >= wire::kHeaderBytes);
     REQUIRE(wire::detail::load_be(data + 26, 2) == size);
   }

@@ -32,11 +32,14 @@ TEST_P(SocketLoopback, EveryDatagramArrivesOnceOnItsStream) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, SocketLoopback,
     testing::Values(LoopbackCase{"v4_200B", "127.0.0.1", 200, 1, false},
-                    LoopbackCase{"v4_32B_header_only", "127.0.0.1", wire::kMinPayloadBytes, 1, false},
+                    LoopbackCase{"v4_32B_header_only", "127.0.0.1", wire::kHeaderBytes, 1, false},
+                    LoopbackCase{"v4_18B_short_form", "127.0.0.1", wire::kShortHeaderBytes, 1, false},
+                    LoopbackCase{"v6_31B_short_form", "::1", wire::kHeaderBytes - 1, 2, false},
                     LoopbackCase{"v4_two_flows", "127.0.0.1", 200, 2, false},
                     // UDP_SEGMENT: one sendmsg per batch, the kernel cuts it; each datagram must still be whole.
                     LoopbackCase{"v4_200B_gso", "127.0.0.1", 200, 1, true},
-                    LoopbackCase{"v4_32B_gso", "127.0.0.1", wire::kMinPayloadBytes, 1, true},
+                    LoopbackCase{"v4_32B_gso", "127.0.0.1", wire::kHeaderBytes, 1, true},
+                    LoopbackCase{"v4_18B_gso", "127.0.0.1", wire::kShortHeaderBytes, 1, true},
                     LoopbackCase{"v6_200B", "::1", 200, 1, false},
                     LoopbackCase{"v6_two_flows_gso", "::1", 200, 2, true}),
     [](const testing::TestParamInfo<LoopbackCase>& info) { return std::string(info.param.name); });

@@ -65,7 +65,9 @@ TEST_P(UringLoopback, UringToSocketEveryDatagramArrivesOnce) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, UringLoopback,
                          testing::Values(LoopbackCase{"v4_200B", "127.0.0.1", 200, 1, false},
-                                         LoopbackCase{"v4_32B_header_only", "127.0.0.1", wire::kMinPayloadBytes, 1, false},
+                                         LoopbackCase{"v4_32B_header_only", "127.0.0.1", wire::kHeaderBytes, 1, false},
+                    LoopbackCase{"v4_18B_short_form", "127.0.0.1", wire::kShortHeaderBytes, 1, false},
+                    LoopbackCase{"v6_31B_short_form", "::1", wire::kHeaderBytes - 1, 2, false},
                                          LoopbackCase{"v4_two_flows", "127.0.0.1", 200, 2, false},
                                          LoopbackCase{"v6_200B", "::1", 200, 1, false},
                                          LoopbackCase{"v6_two_flows", "::1", 200, 2, false}),

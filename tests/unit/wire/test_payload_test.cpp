@@ -128,7 +128,7 @@ TEST(DataPayload, PatternSeedDiffersBetweenNeighbours) {
 
 TEST(DataPayload, ClosedFormChecksumEqualsReceiverChecksumForEveryLength) {
   std::mt19937_64 rng(1);
-  for (uint32_t len = kMinPayloadBytes; len <= 2000; ++len) {
+  for (uint32_t len = kHeaderBytes; len <= 2000; ++len) {  // the long form; the short one below
     for (int rep = 0; rep < 3; ++rep) {
       const auto stream = static_cast<uint16_t>(rng());
       const uint64_t seq = rep == 0 ? 0 : rng();
@@ -238,6 +238,67 @@ TEST(Decode, WrongMagicIsForeign) {
   EXPECT_EQ(verdict(zeros), Verdict::foreign);
 }
 
+// The short form (18..31 B: a 64 B IPv4 frame): every length round-trips
+// its fields; the stamp's low 48 bits come back whole near the sender's clock.
+TEST(ShortForm, RoundTripsEveryLength) {
+  std::mt19937_64 rng(21);
+  for (uint32_t len = kShortHeaderBytes; len < kHeaderBytes; ++len)
+    for (int rep = 0; rep < 20; ++rep) {
+      const auto sender = static_cast<uint16_t>(rng() | 1), stream = static_cast<uint16_t>(rng());
+      const uint64_t seq = rep == 0 ? 0 : rng() & (kShortSeqLimit - 1);
+      const uint64_t tx = rng() >> 1;
+      std::vector<uint8_t> p(len);
+      fill_data_payload(p.data(), PayloadPlan::make(len, kHeaderBytes / 8, sender), stream, seq, tx);
+      EXPECT_EQ(p[0], 'r');
+      const Decoded d = decode(p.data(), len);
+      ASSERT_EQ(d.verdict, Verdict::data) << len;
+      EXPECT_TRUE(d.short_form);
+      EXPECT_EQ(d.sender, sender);
+      EXPECT_EQ(d.stream, stream);
+      EXPECT_EQ(d.seq, seq);
+      EXPECT_EQ(d.tx_ns, tx & (kShortSeqLimit - 1));
+      // Received up to 39 hours later, or with the receiver's clock a little behind.
+      const uint64_t later = tx + (rng() % (39ull * 3600 * 1000000000ull));
+      EXPECT_EQ(extend_stamp48(d.tx_ns, later), tx);
+      EXPECT_EQ(extend_stamp48(d.tx_ns, tx - std::min<uint64_t>(tx, 5000)), tx);
+    }
+}
+
+TEST(ShortForm, PadBitFlipsAreCorrupt) {
+  for (uint32_t len = kShortHeaderBytes + 1; len < kHeaderBytes; ++len) {
+    std::vector<uint8_t> p(len);
+    fill_data_payload(p.data(), PayloadPlan::make(len, kHeaderBytes / 8, 7), 3, 99, 12345);
+    for (uint32_t j = kShortHeaderBytes; j < len; ++j)
+      for (int bit = 0; bit < 8; ++bit) {
+        auto q = p;
+        q[j] ^= static_cast<uint8_t>(1u << bit);
+        ASSERT_EQ(decode(q.data(), len).verdict, Verdict::corrupt) << len << " byte " << j << " bit " << bit;
+      }
+  }
+}
+
+TEST(ShortForm, TagLengthAndVersionDecideOursOrNot) {
+  std::vector<uint8_t> p(kShortHeaderBytes);
+  fill_data_payload(p.data(), PayloadPlan::make(kShortHeaderBytes), 1, 1, 1);
+  for (uint32_t len = 2; len < kShortHeaderBytes; ++len)  // ours, cut short
+    EXPECT_EQ(decode(p.data(), len).verdict, Verdict::malformed) << len;
+  auto longer = p;
+  longer.resize(kHeaderBytes, 0);  // the short form is never 32 B or more
+  EXPECT_EQ(verdict(longer), Verdict::malformed);
+  auto other_version = p;
+  other_version[1] = 0x21;
+  EXPECT_EQ(verdict(other_version), Verdict::foreign);  // 'r' alone is not enough to be ours
+  EXPECT_EQ(decode(p.data(), 1).verdict, Verdict::foreign);
+}
+
+TEST(ShortForm, StampExtensionPicksTheNearestWrap) {
+  constexpr uint64_t wrap = kShortSeqLimit;
+  EXPECT_EQ(extend_stamp48(5, wrap - 3), wrap + 5);         // sent just after the 48-bit wrap
+  EXPECT_EQ(extend_stamp48(wrap - 3, wrap + 5), wrap - 3);  // sent just before it
+  EXPECT_EQ(extend_stamp48(100, 3 * wrap + 50), 3 * wrap + 100);
+  EXPECT_EQ(extend_stamp48(0, 0), 0u);
+}
+
 TEST(Decode, ShorterThanMagicIsForeign) {
   const auto p = data_payload(64, 1, 1, 1);
   for (uint32_t len = 0; len < 4; ++len) {
@@ -248,7 +309,7 @@ TEST(Decode, ShorterThanMagicIsForeign) {
 
 TEST(Decode, TruncatedBelowHeaderWithMagicIsMalformed) {
   const auto p = data_payload(64, 1, 1, 1);
-  for (uint32_t len = 4; len < kHeaderBytes; ++len) {
+  for (uint32_t len = 4; len < kHeaderBytes; ++len) {  // the long form's magic: never read as the short form
     std::vector<uint8_t> cut(p.begin(), p.begin() + len);
     EXPECT_EQ(decode(cut.data(), len).verdict, Verdict::malformed) << len;
   }

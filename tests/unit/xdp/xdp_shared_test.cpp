@@ -56,6 +56,30 @@ TEST(XdpShared, WireConstantsMatch) {
   EXPECT_EQ(RL_LAT_BUCKETS, stats::LatencyHistogram::kBuckets);
 }
 
+// The XDP generator's short-form words are the bytes wire:: writes, and
+// the receiver program's pad bytes and stamp extension are wire::'s.
+TEST(XdpShared, ShortFormMatchesWire) {
+  std::mt19937_64 rng(19);
+  for (uint32_t len = wire::kShortHeaderBytes; len < wire::kHeaderBytes; ++len)
+    for (int i = 0; i < 50; ++i) {
+      const auto sender = static_cast<uint16_t>(rng()), stream = static_cast<uint16_t>(rng());
+      const uint64_t seq = rng() & (wire::kShortSeqLimit - 1), ts = rng();
+      uint8_t want[32] = {};
+      wire::fill_short_payload(want, wire::PayloadPlan::make(len, wire::kHeaderBytes / 8, sender), stream, seq, ts);
+      const rl_short_words got = rl_short_payload(sender, stream, seq, ts, len);
+      for (int w = 0; w < 4; ++w) ASSERT_EQ(got.w[w], wire::detail::load_le64(want + 8 * w)) << "len " << len << " word " << w;
+      const uint64_t seed = wire::pattern_seed(stream, seq);
+      for (uint32_t j = wire::kShortHeaderBytes; j < len; ++j) ASSERT_EQ(rl_short_pad_byte(seed, j), want[j]);
+      const wire::Decoded d = wire::decode(want, len);
+      ASSERT_EQ(d.verdict, wire::Verdict::data);
+      const uint64_t near = rng();
+      EXPECT_EQ(rl_extend_stamp48(d.tx_ns, near), wire::extend_stamp48(d.tx_ns, near));
+    }
+  EXPECT_EQ(RL_SHORT_HEADER_BYTES, wire::kShortHeaderBytes);
+  EXPECT_EQ(rl_extend_stamp48(5, (1ull << 48) - 3), (1ull << 48) + 5);  // the receiver's clock just past a wrap
+  EXPECT_EQ(rl_extend_stamp48((1ull << 48) - 3, (1ull << 48) + 5), (1ull << 48) - 3);
+}
+
 // The generator's closed form (xdp_tx.bpf.c): the checksum share of the
 // constant words plus 3*seq_word + 5*ts_word + seed*sum_odd (+ the tail)
 // equals the receiver's checksum over the bytes.
