@@ -36,6 +36,48 @@ def payload(kind, stream, seq, size, body=b"", sender=0, tx_ns=0):
     return bytes(p)
 
 
+STEP = 0xD1B54A32D192ED03
+
+
+def pattern_seed(stream, seq):
+    z = (seq + 0x9E3779B97F4A7C15 * (stream + 1)) & M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+def short_payload(stream, seq, size, sender=0, tx_ns=0):
+    """The short form (18..31 bytes): 'r', 0x11, sender, stream, 48-bit seq,
+    the send time's low 48 bits, then pad byte j = byte j % 8 of the
+    little-endian word seed + (j // 8) * step."""
+    assert 18 <= size < 32
+    head = struct.pack(">BBHH", 0x72, 0x11, sender, stream) + (seq & (1 << 48) - 1).to_bytes(6, "big") \
+        + (tx_ns & (1 << 48) - 1).to_bytes(6, "big")
+    seed = pattern_seed(stream, seq)
+    pad = bytes((((seed + (j // 8) * STEP) & M64) >> (8 * (j % 8))) & 0xFF for j in range(18, size))
+    return head + pad
+
+
+def write_pcap(path, frames):
+    """A classic pcap file (microsecond stamps, Ethernet) that tcpreplay and tshark read."""
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for i, fr in enumerate(frames):
+            f.write(struct.pack("<IIII", 1, i, len(fr), len(fr)) + fr)
+
+
+def pcap_frames(path):
+    """The frames of a classic pcap file (what tcpdump -w writes)."""
+    data = open(path, "rb").read()
+    endian = "<" if data[:4] == b"\xd4\xc3\xb2\xa1" else ">"
+    off, frames = 24, []
+    while off + 16 <= len(data):
+        _, _, incl, _ = struct.unpack(endian + "IIII", data[off:off + 16])
+        frames.append(data[off + 16:off + 16 + incl])
+        off += 16 + incl
+    return frames
+
+
 def ones(data):
     if len(data) % 2:
         data += b"\0"

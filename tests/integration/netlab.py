@@ -37,6 +37,15 @@ def require_root():
         sys.exit(SKIP)
 
 
+def hugepages_free():
+    """Free hugepages of the default size (DPDK runs need some: tools/check reserves them)."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("HugePages_Free:"):
+                return int(line.split()[1])
+    return 0
+
+
 class Lab:
     """Two namespaces A (sender) and B (receiver) with veth a <-> b."""
 

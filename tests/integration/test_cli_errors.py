@@ -14,6 +14,7 @@ bad = [
     (PKTGEN, ["--delay", "5parsecs"]),
     (PKTGEN, ["--delay", "-1"]),
     (PKTGEN, ["--size", "8"]),
+    (PKTGEN, ["--size", "17"]),  # one below the 64 B IPv4 frame
     (PKTGEN, ["--size", "70000"]),
     (PKTGEN, ["--count", "1.5"]),
     (PKTGEN, ["--count", "99999999999999999999999"]),

@@ -22,7 +22,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import PKTGEN, Checks, Lab, result_record, sh
+from netlab import PKTGEN, Checks, Lab, hugepages_free, result_record, sh
 
 SANITIZED = os.environ.get("RATELINE_SANITIZED", "")  # set by tools/check.d/10-sanitize
 RATE = 20_000
@@ -41,14 +41,6 @@ def rx_packets(pid, ifn):
         if name.strip() == ifn:
             return int(rest.split()[1]), t
     raise AssertionError(f"{ifn} not in /proc/{pid}/net/dev")
-
-
-def hugepages_free():
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("HugePages_Free:"):
-                return int(line.split()[1])
-    return 0
 
 
 with tempfile.TemporaryDirectory() as tmp, Lab("r", subnet=60) as lab:

@@ -28,13 +28,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from netlab import RX, Checks, Lab, PKTGEN, finish, result_record, sh, start_rx
-from inject_frames import payload_checksum
+from inject_frames import M64, STEP, pattern_seed, payload_checksum, pcap_frames
 
 N = 20000
 here = os.path.dirname(os.path.abspath(__file__))
 c = Checks("xdp")
-M64 = (1 << 64) - 1
-STEP = 0xD1B54A32D192ED03
 
 
 def xdp_on(lab, side):
@@ -71,25 +69,6 @@ def run(lab, tmp, tx_backend, rx_backend, tag, tx_args=None, rx_args=None, dst=N
         print(out, err)
     no_xdp_left(lab, tag)
     return result_record(rx_json, "rx"), result_record(tx_json, "pktgen"), lab.counter("b", "rx_packets") - before
-
-
-def pattern_seed(stream, seq):
-    z = (seq + 0x9E3779B97F4A7C15 * (stream + 1)) & M64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
-    return z ^ (z >> 31)
-
-
-def pcap_frames(path):
-    """The frames of a classic pcap file (what tcpdump -w writes)."""
-    data = open(path, "rb").read()
-    endian = "<" if data[:4] == b"\xd4\xc3\xb2\xa1" else ">"
-    off, frames = 24, []
-    while off + 16 <= len(data):
-        _, _, incl, _ = struct.unpack(endian + "IIII", data[off:off + 16])
-        frames.append(data[off + 16:off + 16 + incl])
-        off += 16 + incl
-    return frames
 
 
 def check_payloads(frames, size):

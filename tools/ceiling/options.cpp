@@ -98,8 +98,8 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--serve", listen, "be the receiver's agent on TCP [ADDR:]PORT (one session at a time)");
   app.add_option("--dst", cfg.dst, "--remote: the receiver's test address (where its rx listens)");
   app.add_option("--frame-sizes", frame_sizes_in,
-                 "RFC 2544 frame sizes, L2 bytes incl. FCS, sent as IPv4/UDP (payload = frame - 46; 64 is sent as "
-                 "78, pktgen's minimum); 'none' for none")
+                 "RFC 2544 frame sizes, L2 bytes incl. FCS, sent as IPv4/UDP exactly as named (payload = frame - 46; "
+                 "64 carries the short header); 'none' for none")
       ->delimiter(',');
   app.add_option("-s,--size", sizes_in, "UDP payload sizes to test as well (repeat, or a comma list); default 1400")
       ->delimiter(',');

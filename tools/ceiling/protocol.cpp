@@ -1,5 +1,6 @@
 #include "protocol.hpp"
 #include "backend.hpp"
+#include "wire/test_payload.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -96,7 +97,7 @@ std::optional<TrialRequest> trial_from(const Message& m, std::string* code, std:
   };
   uint64_t id = 0, size = t.size, port = t.port, idle = t.idle_ms, max_ms = t.max_ms, slow = 0, threads = 1;
   uint64_t rcvbuf = UINT64_MAX;
-  if (!num("id", true, 1, (1ull << 62), id) || !num("size", true, 32, 9000, size) ||
+  if (!num("id", true, 1, (1ull << 62), id) || !num("size", true, wire::kMinPayloadBytes, 9000, size) ||
       !num("port", true, 1024, 65535, port) || !num("idle_ms", false, 50, 60000, idle) ||
       !num("max_ms", false, 100, 3'600'000, max_ms) || !num("slow_us", false, 0, 1'000'000, slow) ||
       !num("threads", false, 1, 64, threads) || !num("rcvbuf", false, 0, 1ull << 30, rcvbuf))

@@ -4,7 +4,7 @@
 RATELINE_PACKAGES=(
   g++ meson ninja-build pkg-config git
   liburing-dev libhwloc-dev libcli11-dev libgtest-dev libfmt-dev nlohmann-json3-dev
-  python3 iproute2 nftables tcpdump tshark ethtool procps iputils-ping util-linux
+  python3 iproute2 nftables tcpdump tshark tcpreplay ethtool procps iputils-ping util-linux
   libxdp-dev libbpf-dev clang
   libclang-rt-dev  # clang's libFuzzer/ASan/UBSan runtimes, matching the default clang (tools/check.d/20-fuzz)
   librsvg2-bin     # rsvg-convert: tests/integration/test_ceiling.py renders ceiling's SVG plot

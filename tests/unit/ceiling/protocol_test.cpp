@@ -58,7 +58,8 @@ TEST(Protocol, TrialRoundTripAndRanges) {
   EXPECT_EQ(back->slow_us, 2000u);
   EXPECT_EQ(back->backend, "socket");
 
-  for (const char* bad : {"TRIAL id=1 size=1400", "TRIAL id=1 size=10 port=9000", "TRIAL id=1 size=1400 port=80",
+  for (const char* bad : {"TRIAL id=1 size=1400", "TRIAL id=1 size=10 port=9000", "TRIAL id=1 size=17 port=9000",
+                          "TRIAL id=1 size=1400 port=80",
                           "TRIAL id=0 size=1400 port=9000", "TRIAL id=1 size=1400 port=9000 backend=dpdkx",
                           "TRIAL id=1 size=1400 port=9000 backend=null",  // receives nothing from the wire
                           "TRIAL id=1 size=1400 port=9000 threads=65", "TRIAL id=1 size=1400 port=9000 evil=1",
@@ -68,6 +69,12 @@ TEST(Protocol, TrialRoundTripAndRanges) {
     if (!mm) continue;  // rejected already by the syntax
     EXPECT_FALSE(trial_from(*mm, &code, &err)) << bad;
   }
+  // The 64 B frame's payload: the agent takes the smallest size pktgen sends.
+  auto smallest = parse("TRIAL id=1 size=18 port=9000", &err);
+  ASSERT_TRUE(smallest) << err;
+  auto trial18 = trial_from(*smallest, &code, &err);
+  ASSERT_TRUE(trial18) << err;
+  EXPECT_EQ(trial18->size, 18u);
 }
 
 TEST(Protocol, LineSplitterBoundsLines) {
