@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   if (const int rc = pktgen::parse_options(argc, argv, cfg); rc >= 0) return rc;
   install_stop_signals();
   try {
-    report::JsonLines json(cfg.json_path);
+    report::JsonLines json(cfg.json_path, cfg.csv_path);
     pktgen::Run run = pktgen::set_up(cfg);
     pktgen::report_start(cfg, run, json);
 

@@ -50,6 +50,9 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--end-markers", end_markers, "end-marker copies per stream (they carry the exact total)")
       ->capture_default_str();
   app.add_option("--json", cfg.json_path, "write JSON lines to this file (- for stdout)");
+  app.add_option("--csv", cfg.csv_path,
+                 "write the progress and result records as CSV to this file (- for stdout): columns are the JSON "
+                 "field names, nested ones joined with '.'; written whole at the end");
   app.add_flag("-q,--quiet", cfg.quiet, "no live progress line");
   app.add_flag("--gso", cfg.gso,
                "socket backend: UDP GSO, one sendmsg per batch cut into datagrams by the kernel (a veth/lo counts "

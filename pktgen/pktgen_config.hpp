@@ -37,6 +37,7 @@ struct Config {
   uint32_t end_markers = 3;
   bool gso = false;
   std::string json_path;
+  std::string csv_path;  // --csv: progress and result records as CSV rows
   bool quiet = false;
 };
 

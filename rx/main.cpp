@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   install_stop_signals();
   if (!cfg.xdp_cleanup.empty()) return clean_up(cfg.xdp_cleanup);
   try {
-    report::JsonLines json(cfg.json_path);
+    report::JsonLines json(cfg.json_path, cfg.csv_path);
     rx::Run run = rx::set_up(cfg);
     if (run.placement.main_cpu >= 0) topo::pin_current_thread(run.placement.main_cpu);
     rx::start(run, g_workers_stop);

@@ -68,6 +68,9 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--dpdk-args", dpdk_args,
                  "--backend dpdk: EAL arguments, e.g. \"--no-pci --vdev=net_tap0,iface=rltap0\" (also: all after --)");
   app.add_option("--json", cfg.json_path, "write JSON lines to this file (- for stdout)");
+  app.add_option("--csv", cfg.csv_path,
+                 "write the progress and result records as CSV to this file (- for stdout): columns are the JSON "
+                 "field names, nested ones joined with '.'; written whole at the end");
   app.add_flag("-q,--quiet", cfg.quiet, "no live progress line");
   app.add_option("--test-slow-us", cfg.test_slow_us,
                  "TEST AID, not for measurements: sleep N us after each received batch (a slow consumer on "

@@ -26,6 +26,7 @@ struct Config {
   uint32_t batch = 64;
   std::string device;
   std::string json_path;
+  std::string csv_path;  // --csv: progress and result records as CSV rows
   bool quiet = false;
   uint32_t test_slow_us = 0;  // TEST AID: --test-slow-us N sleeps N us after each batch (a slow consumer on purpose)
   bool layers = false;        // --layers (--backend xdp): count at the driver (XDP) and again at the sockets

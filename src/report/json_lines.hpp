@@ -5,12 +5,16 @@
 // written beside its path and appears there, whole, only at finish()
 // (output_file.hpp): a crash leaves the old file, never half a run; whoever
 // wants the records live asks for "-".
+//
+// The same progress and result records can go to a CSV file as well
+// (csv_rows.hpp): one sink, so the two never disagree.
 #pragma once
 
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "report/csv_rows.hpp"
 #include "report/output_file.hpp"
 
 namespace rateline::report {
@@ -18,8 +22,8 @@ namespace rateline::report {
 class JsonLines {
  public:
   JsonLines() = default;
-  // "" = disabled, "-" = stdout. Throws SetupError if the file cannot be created.
-  explicit JsonLines(const std::string& path);
+  // "" = disabled, "-" = stdout, for each. Throws SetupError if a file cannot be created.
+  explicit JsonLines(const std::string& path, const std::string& csv_path = "");
 
   bool enabled() const { return out_.is_open(); }
   void write(const nlohmann::json& record);
@@ -29,6 +33,7 @@ class JsonLines {
 
  private:
   OutputFile out_;
+  CsvRows csv_;
 };
 
 }  // namespace rateline::report

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "report/csv_rows.hpp"
 #include "report/rates.hpp"
 #include "util/units.hpp"
 
@@ -39,12 +40,7 @@ std::string first_fail_text(const RateResult& x) {
   return ledger::brief(o.ledger) + " (at " + f("%.0f", o.achieved_pps) + " pps, " + f("%.3g", o.loss_ratio() * 100) + "% lost)";
 }
 
-std::string csv_escape(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string o = "\"";
-  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return o + "\"";
-}
+using report::csv_escape;
 
 std::string xml_escape(const std::string& s) {
   std::string o;
