@@ -6,7 +6,10 @@
 // time (TSC-extended CLOCK_MONOTONIC where CLOCK_MONOTONIC runs on the TSC,
 // else a clock_gettime per packet). Per batch: one reserve, one commit (more only when the backend
 // pushes back), one stop-flag load; per burst one clock read (the same TSC
-// extension) for pacing, progress and the in-burst rate.
+// extension) for pacing, progress and the in-burst rate. A batch carries one
+// flow; flows take turns of one batch, carried over from burst to burst
+// (engine/flow_schedule.hpp), so a batch is shorter where a turn ends
+// inside a burst: at most one more commit per turn.
 #pragma once
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 #include <bit>
 #include <cstring>
 
+#include "engine/flow_schedule.hpp"
 #include "engine/queue.hpp"
 #include "engine/tx_plan.hpp"
 #include "net/frame.hpp"
@@ -128,11 +132,11 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
   TxResult result;
   pace::Pacer pacer(plan.pace);
   StampClock stamps;  // each packet's own send time (util/stamp_clock.hpp)
-  const uint32_t flows = static_cast<uint32_t>(plan.flows.size());
   if constexpr (Q::kLayer == Layer::ethernet) {
     for (TxFlow& f : plan.flows) f.udp_sum = net::udp_headers_sum({f.headers.data(), f.headers_len}, plan.ipv6);
   }
-  uint32_t flow_cursor = 0;
+  // Turns of one batch per flow, carried across bursts (engine/flow_schedule.hpp).
+  FlowSchedule schedule(static_cast<uint32_t>(plan.flows.size()), plan.batch, plan.quota);
   const uint64_t start_ns = now_ns();
   const uint64_t end_ns = plan.duration_ns ? start_ns + plan.duration_ns : ~0ull;
   uint64_t next_publish_ns = start_ns + plan.publish_every_ns;
@@ -153,7 +157,7 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
     if (plan.quota) burst_left = std::min<uint64_t>(burst_left, plan.quota - c.packets);
     const bool whole_burst = burst_left == plan.pace.burst;
     while (burst_left) {
-      const uint32_t want = static_cast<uint32_t>(std::min<uint64_t>(burst_left, plan.batch));
+      const uint32_t want = static_cast<uint32_t>(std::min<uint64_t>({burst_left, plan.batch, schedule.run_left()}));
       std::span<TxSlot> slots = q.reserve(want);
       if (slots.empty()) {
         // No free slot: reap completions and retry, under the same stall guard as commits.
@@ -166,8 +170,7 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
         continue;
       }
       reserve_stuck_since = 0;
-      TxFlow& f = plan.flows[flow_cursor];
-      flow_cursor = flow_cursor + 1 == flows ? 0 : flow_cursor + 1;
+      TxFlow& f = plan.flows[schedule.flow()];
       uint64_t seq = f.next_seq;
       for (TxSlot& s : slots) {
         const wire::PayloadSums sums =
@@ -176,6 +179,7 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
       }
       const uint32_t taken = detail::commit_all(q, slots, c, plan.stall_timeout_ns, stop, result.stalled);
       f.next_seq += taken;  // cancelled slots give their sequence numbers back: no false gap
+      schedule.advance(taken);
       c.packets += taken;
       c.payload_bytes += uint64_t{taken} * plan.payload.len;
       burst_left -= taken;

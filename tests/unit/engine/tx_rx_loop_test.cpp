@@ -601,6 +601,40 @@ TEST(RunTxUdpPayload, StopFlagEndsUnboundedRunWithConsistentTotals) {
   }
 }
 
+// Flows share a quota evenly whatever the burst and batch, through a queue
+// that takes part of some batches, refuses others and fails single packets
+// for good (a failed packet counts as sent on its stream).
+TEST(RunTxUdpPayload, FlowsShareTheQuotaToWithinOnePacket) {
+  for (const uint32_t burst : {1u, 7u, 100u, 128u})
+    for (const uint32_t batch : {1u, 32u, 64u})
+      for (const uint16_t flows : {uint16_t{3}, uint16_t{4}, uint16_t{8}}) {
+        const Config c{flows, false, 64, 2001};
+        auto plan = make_plan<Layer::udp_payload>(c);
+        plan.pace.burst = burst;
+        plan.batch = batch;
+        const auto run = transmit<Layer::udp_payload>(plan, pushy());
+        const std::string what = "burst " + std::to_string(burst) + ", batch " + std::to_string(batch) + ", " +
+                                 std::to_string(flows) + " flows";
+        ASSERT_EQ(run.result.counters.packets, c.quota) << what;
+        uint64_t lo = ~0ull, hi = 0, sum = 0;
+        for (const auto& f : run.result.flows) {
+          lo = std::min(lo, f.next_seq);
+          hi = std::max(hi, f.next_seq);
+          sum += f.next_seq;
+        }
+        EXPECT_EQ(sum, c.quota) << what;
+        EXPECT_LE(hi - lo, 1u) << what;
+        // Every packet still numbered within its own stream, and on its own flow.
+        std::map<uint16_t, uint64_t> seq;
+        for (const auto& rec : run.q->log) {
+          const wire::Decoded d = decode(rec.bytes);
+          if (d.verdict != wire::Verdict::data) continue;
+          ASSERT_EQ(d.seq, seq[d.stream]++) << what;
+          ASSERT_EQ(stream_id(rec.flow), d.stream) << what;
+        }
+      }
+}
+
 // ---- Ethernet queue (raw backends: the engine writes the headers) ----
 
 class RunTxEthernet : public ::testing::TestWithParam<bool> {};  // param: IPv6
