@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/flow_schedule.hpp"
 #include "net/checksum.hpp"
 #include "net/frame.hpp"
 #include "pace/pacer.hpp"
@@ -234,8 +235,12 @@ engine::TxResult XdpTxProgram::run(engine::TxPlan plan, stats::TxSnapshotRing& s
 
   pace::Pacer pacer(plan.pace);
   const bool paced = plan.pace.paced();
-  const size_t flows = plan.flows.size();
-  size_t flow_cursor = 0;
+  // Paced: one burst per call (more only past kMaxCallFrames). Unpaced:
+  // back-to-back bursts are one stream of frames, so calls are large. Flows
+  // take turns of one call, carried across bursts and evened out at the
+  // quota (engine/flow_schedule.hpp): a call is shorter where a turn ends.
+  const uint64_t call_frames = paced ? plan.pace.burst : std::max<uint64_t>(plan.pace.burst, kUnpacedCallFrames);
+  engine::FlowSchedule schedule(static_cast<uint32_t>(plan.flows.size()), call_frames, plan.quota);
   const uint64_t start_ns = now_ns();
   const uint64_t end_ns = plan.duration_ns ? start_ns + plan.duration_ns : ~0ull;
   uint64_t next_publish_ns = start_ns + plan.publish_every_ns;
@@ -252,19 +257,16 @@ engine::TxResult XdpTxProgram::run(engine::TxPlan plan, stats::TxSnapshotRing& s
 
   uint64_t now = start_ns;
   while ((plan.quota == 0 || c.packets < plan.quota) && now < end_ns && !stop.load(std::memory_order_relaxed)) {
-    // Paced: one burst per call (more only past kMaxCallFrames). Unpaced:
-    // back-to-back bursts are one stream of frames, so calls are large.
     const uint64_t burst_start_ns = now;
-    const uint64_t burst_packets = paced ? plan.pace.burst : std::max<uint64_t>(plan.pace.burst, kUnpacedCallFrames);
-    uint64_t burst_left = burst_packets;
+    uint64_t burst_left = call_frames;
     if (plan.quota) burst_left = std::min<uint64_t>(burst_left, plan.quota - c.packets);
-    const bool whole_burst = burst_left == burst_packets;
+    const bool whole_burst = burst_left == call_frames;
     while (burst_left && !err) {
-      const size_t i = flow_cursor;
-      flow_cursor = flow_cursor + 1 == flows ? 0 : flow_cursor + 1;
-      const auto want = static_cast<uint32_t>(std::min<uint64_t>(burst_left, kMaxCallFrames));
+      const uint32_t i = schedule.flow();
+      const auto want = static_cast<uint32_t>(std::min<uint64_t>({burst_left, kMaxCallFrames, schedule.run_left()}));
       const uint64_t taken = run_data(i, want);
       plan.flows[i].next_seq += taken;
+      schedule.advance(taken);
       c.packets += taken;
       c.payload_bytes += taken * plan.payload.len;
       burst_left -= taken;
@@ -272,7 +274,7 @@ engine::TxResult XdpTxProgram::run(engine::TxPlan plan, stats::TxSnapshotRing& s
     }
     now = now_ns();
     c.last_ns = now;
-    if (whole_burst && !burst_left) c.note_burst(burst_packets, now - burst_start_ns);
+    if (whole_burst && !burst_left) c.note_burst(call_frames, now - burst_start_ns);
     if (err == EINTR) {
       err = 0;  // a signal: the stop flag says whether it meant us
     } else if (err) {
