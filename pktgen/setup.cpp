@@ -117,6 +117,8 @@ Run set_up(const Config& cfg) {
   run.placement = topo::place_workers(cfg.threads, cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores);
 
   // Flows: one per source port, dealt round-robin to workers; stream id = flow index.
+  // --count is split per flow (the first count % flows one more), a worker's
+  // quota and --rate share are its flows' part: flows end even across workers.
   std::vector<uint16_t> ports;
   if (cfg.src_ports)
     for (uint32_t p = cfg.src_ports->first; p <= cfg.src_ports->last; ++p) ports.push_back(static_cast<uint16_t>(p));
@@ -140,11 +142,7 @@ Run set_up(const Config& cfg) {
   if (auto link = run.backend->link()) run.link = *link;
   run.stamps = run.backend->stamp_source().value_or(engine_stamps());
 
-  pace::PacePlan pace = pace::PacePlan::for_delay(cfg.burst, cfg.delay_ns);
-  if (cfg.rate) {
-    run.asked_pps = rate_to_pps(cfg, run.sizes);
-    pace = pace::PacePlan::for_rate(cfg.burst, *run.asked_pps / cfg.threads);  // each worker carries its share
-  }
+  if (cfg.rate) run.asked_pps = rate_to_pps(cfg, run.sizes);
   // This run's sender id: the receiver tells runs from one address apart by it
   // (a restarted pktgen is a new sender, not a storm of duplicates).
   run.sender_id = draw_sender_id();
@@ -169,13 +167,15 @@ Run set_up(const Config& cfg) {
       }
       plan.flows.push_back(flow);
     }
-    plan.quota = cfg.count ? cfg.count / cfg.threads + (i < cfg.count % cfg.threads ? 1 : 0) : 0;
+    for (const engine::TxFlow& flow : plan.flows)
+      plan.quota += cfg.count / ports.size() + (flow.stream < cfg.count % ports.size() ? 1 : 0);
     // The short form carries 48-bit sequences: a worker stops before any of
     // its streams could wrap (218 days at 14.88 Mpps).
     if (wire::is_short_form(cfg.size) && (plan.quota == 0 || plan.quota >= wire::kShortSeqLimit))
       plan.quota = wire::kShortSeqLimit - 1;
     plan.duration_ns = cfg.duration_ns;
-    plan.pace = pace;
+    plan.pace = cfg.rate ? pace::PacePlan::for_rate(cfg.burst, *run.asked_pps * plan.flows.size() / ports.size())
+                         : pace::PacePlan::for_delay(cfg.burst, cfg.delay_ns);
     plan.payload = wire::PayloadPlan::make(cfg.size, wire::kHeaderBytes / 8, run.sender_id);
     plan.end_payload = wire::end_marker_plan(cfg.size, run.sender_id);
     plan.end_body.delay_ns = cfg.delay_ns;
