@@ -207,6 +207,8 @@ with tempfile.TemporaryDirectory() as tmp:
         c.eq("tap tx: socket rx lost", rr["lost"], 0)
         c.eq("tap tx: socket rx corrupt", rr["corrupt"], 0)
         c.eq("tap tx: four streams", len(rr["streams"]), 4)
+        got = [s["received"] for s in rr["streams"]]
+        c.true("tap tx: per-stream counts at most 1 apart", got and max(got) - min(got) <= 1, str(got))
 
     # 2. kernel socket sender -> rx on net_tap.
     with TapNs("2") as t:

@@ -155,6 +155,8 @@ with tempfile.TemporaryDirectory() as tmp, Lab("x", subnet=20) as lab:
         c.eq("4 streams: per-stream received == sent", [s["received"] for s in sorted(r["streams"], key=lambda s: s["stream"])],
              [s["sent"] for s in sorted(t["streams"], key=lambda s: s["stream"])])
         c.eq("4 streams: interface rx_packets delta", delta, r["received"] + r["end_markers"])
+        got = [s["received"] for s in r["streams"]]
+        c.true("4 streams: per-stream counts at most 1 apart", max(got) - min(got) <= 1, str(got))
 
     # Frames the kernel generated, checked by tshark (IP and UDP checksums) and by Python (our payload).
     if XDP_TX_REFUSED:
