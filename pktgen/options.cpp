@@ -18,7 +18,7 @@ namespace rateline::pktgen {
 int parse_options(int argc, char** argv, Config& cfg) {
   CLI::App app{"pktgen: send bursts of numbered, timestamped, checksummed UDP packets (udp_bench b-t-n-s)", "pktgen"};
   std::string burst = "100", delay = "0", count, duration, size = "1400", rate, rate_layer = "payload";
-  std::string src_ports, batch = "32", sndbuf, end_markers = "3";
+  std::string src_ports, flows_random, batch = "32", sndbuf, end_markers = "3";
   std::string dst;
   app.add_option("-b,--burst", burst, "packets per burst (udp_bench b)")->capture_default_str();
   app.add_option("-t,--delay", delay, "wait between bursts (udp_bench t): ms by default, or 250us, 1.5ms, 2s, 0")
@@ -33,6 +33,9 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--dst", dst, "destination IPv4/IPv6 address (default 127.0.0.1, ::1 with --ipv6)");
   app.add_option("-p,--port", cfg.port, "destination UDP port")->capture_default_str()->check(CLI::Range(1, 65535));
   app.add_option("--src-port", src_ports, "source port or range (5000-5007): one flow, and one stream, per port");
+  app.add_option("--flows-random", flows_random,
+                 "SEED: each round of flow turns (one batch per flow) in a random order drawn from SEED; the flows "
+                 "still share evenly");
   app.add_flag("-6,--ipv6", cfg.ipv6, "send over IPv6");
   app.add_option("--threads", cfg.threads, "sending workers")->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--cores", cfg.cores, "pin workers: auto (one per physical core, not the main one) or a list 1,3-4");
@@ -127,6 +130,11 @@ int parse_options(int argc, char** argv, Config& cfg) {
         throw cli::UsageError("--src-port: " + std::to_string(cfg.src_ports->count()) + " ports for " +
                               std::to_string(cfg.threads) + " threads: give each thread at least one port");
       if (cfg.src_ports->count() > 4096) throw cli::UsageError("--src-port: at most 4096 flows");
+    }
+    if (!flows_random.empty()) {
+      if (flows_random.find_first_not_of("0123456789") != std::string::npos || flows_random.size() > 19)
+        throw cli::UsageError("--flows-random: the seed is a whole number below 10^19, e.g. --flows-random 1");
+      cfg.flows_random_seed = std::stoull(flows_random);
     }
     cfg.batch = static_cast<uint32_t>(in_range<uint64_t>("--batch", convert("--batch", [&] { return units::parse_count(batch); }), 1, 1024));
     if (!sndbuf.empty())

@@ -24,6 +24,7 @@ struct Config {
   std::string dst = "127.0.0.1";
   uint16_t port = 9000;
   std::optional<units::PortRange> src_ports;
+  std::optional<uint64_t> flows_random_seed;  // --flows-random: flow turns in a random order per round
   bool ipv6 = false;
   unsigned threads = 1;
   std::string cores;         // "" = not pinned, "auto", or a list

@@ -39,6 +39,7 @@ void report_start(const Config& cfg, const Run& run, report::JsonLines& json) {
               {"backend", run.choice.backend->name}, {"backend_note", run.choice.note},
               {"burst", cfg.burst}, {"delay_ns", cfg.delay_ns}, {"count", cfg.count}, {"size", cfg.size},
               {"threads", cfg.threads}, {"streams", run.streams}, {"sender_id", run.sender_id},
+              {"flows_random_seed", cfg.flows_random_seed ? nlohmann::json(*cfg.flows_random_seed) : nlohmann::json(nullptr)},
               {"placement", run.placement.text}, {"stamps", run.stamps},
               {"rate_pps_asked", run.asked_pps ? nlohmann::json(*run.asked_pps) : nlohmann::json(nullptr)}});
 }

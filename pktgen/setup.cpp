@@ -117,8 +117,9 @@ Run set_up(const Config& cfg) {
   run.placement = topo::place_workers(cfg.threads, cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores);
 
   // Flows: one per source port, dealt round-robin to workers; stream id = flow index.
-  // --count is split per flow (the first count % flows one more), a worker's
-  // quota and --rate share are its flows' part: flows end even across workers.
+  // --count is split per flow (count / flows, count % flows of them one more);
+  // a worker's quota and --rate share are its flows' part: flows end even
+  // across workers.
   std::vector<uint16_t> ports;
   if (cfg.src_ports)
     for (uint32_t p = cfg.src_ports->first; p <= cfg.src_ports->last; ++p) ports.push_back(static_cast<uint16_t>(p));
@@ -185,6 +186,7 @@ Run set_up(const Config& cfg) {
     plan.end_body.data_size = static_cast<uint16_t>(cfg.size);
     plan.end_markers = cfg.end_markers;
     plan.batch = cfg.batch;
+    if (cfg.flows_random_seed) plan.flow_shuffle_seed = *cfg.flows_random_seed + i;  // each worker its own orders
     plan.ipv6 = cfg.ipv6;
     run.workers.push_back(std::move(w));
   }

@@ -240,7 +240,8 @@ engine::TxResult XdpTxProgram::run(engine::TxPlan plan, stats::TxSnapshotRing& s
   // take turns of one call, carried across bursts and evened out at the
   // quota (engine/flow_schedule.hpp): a call is shorter where a turn ends.
   const uint64_t call_frames = paced ? plan.pace.burst : std::max<uint64_t>(plan.pace.burst, kUnpacedCallFrames);
-  engine::FlowSchedule schedule(static_cast<uint32_t>(plan.flows.size()), call_frames, plan.quota);
+  engine::FlowSchedule schedule(static_cast<uint32_t>(plan.flows.size()), call_frames, plan.quota,
+                                plan.flow_shuffle_seed);
   const uint64_t start_ns = now_ns();
   const uint64_t end_ns = plan.duration_ns ? start_ns + plan.duration_ns : ~0ull;
   uint64_t next_publish_ns = start_ns + plan.publish_every_ns;

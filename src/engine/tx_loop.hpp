@@ -136,7 +136,7 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
     for (TxFlow& f : plan.flows) f.udp_sum = net::udp_headers_sum({f.headers.data(), f.headers_len}, plan.ipv6);
   }
   // Turns of one batch per flow, carried across bursts (engine/flow_schedule.hpp).
-  FlowSchedule schedule(static_cast<uint32_t>(plan.flows.size()), plan.batch, plan.quota);
+  FlowSchedule schedule(static_cast<uint32_t>(plan.flows.size()), plan.batch, plan.quota, plan.flow_shuffle_seed);
   const uint64_t start_ns = now_ns();
   const uint64_t end_ns = plan.duration_ns ? start_ns + plan.duration_ns : ~0ull;
   uint64_t next_publish_ns = start_ns + plan.publish_every_ns;

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "pace/pacer.hpp"
@@ -34,6 +35,7 @@ struct TxPlan {
   uint32_t end_markers = 3;      // copies per stream, spaced so one survives a full receive queue
   uint64_t end_marker_gap_ns = 2'000'000;
   uint32_t batch = 32;
+  std::optional<uint64_t> flow_shuffle_seed;  // set: each round of flow turns in a random order (--flows-random)
   bool ipv6 = false;
   uint64_t publish_every_ns = 100'000'000;
   uint64_t stall_timeout_ns = 2'000'000'000;  // no slot taken this long: give up, say so

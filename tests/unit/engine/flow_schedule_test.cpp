@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,8 +31,9 @@ uint64_t spread(const std::vector<uint64_t>& v) {
 // The loop of engine::run_tx: bursts of `burst` (the last one shortened to
 // the quota), each cut into batches of at most `batch` and of at most the
 // flow's run; every `short_every`-th commit takes only part of its batch.
-Sent drive(uint32_t flows, uint32_t burst, uint32_t batch, uint64_t quota, uint64_t packets, uint32_t short_every = 0) {
-  FlowSchedule s(flows, batch, quota);
+Sent drive(uint32_t flows, uint32_t burst, uint32_t batch, uint64_t quota, uint64_t packets, uint32_t short_every = 0,
+           std::optional<uint64_t> seed = std::nullopt) {
+  FlowSchedule s(flows, batch, quota, seed);
   Sent r;
   r.per_flow.assign(flows, 0);
   const uint64_t total = quota ? quota : packets;
@@ -67,11 +70,13 @@ TEST(FlowSchedule, QuotaRunsEndAtMostOnePacketApart) {
         for (const uint64_t quota : {uint64_t{25600}, uint64_t{25601}, uint64_t{10007}, uint64_t{flows} * 1000,
                                      uint64_t{flows} * 1000 + 3, uint64_t{flows}, uint64_t{1}, uint64_t{31}})
           for (const uint32_t short_every : {0u, 3u}) {
-            const Sent r = drive(flows, burst, batch, quota, 0, short_every);
+            const std::optional<uint64_t> seed = short_every ? std::optional<uint64_t>(quota) : std::nullopt;
+            const Sent r = drive(flows, burst, batch, quota, 0, short_every, seed);
             uint64_t sum = 0;
             for (const uint64_t n : r.per_flow) sum += n;
             ASSERT_EQ(sum, quota) << what(flows, burst, batch, quota);
-            EXPECT_LE(spread(r.per_flow), 1u) << what(flows, burst, batch, quota) << (short_every ? ", short commits" : "");
+            EXPECT_LE(spread(r.per_flow), 1u) << what(flows, burst, batch, quota)
+                                              << (short_every ? ", short commits, random order" : "");
             EXPECT_LE(r.worst_spread, batch) << what(flows, burst, batch, quota);
             EXPECT_FALSE(r.overlong_batch) << what(flows, burst, batch, quota);
           }
@@ -94,8 +99,10 @@ TEST(FlowSchedule, UnboundedRunsStayWithinOneBatch) {
   for (const uint32_t burst : {1u, 7u, 100u, 128u})
     for (const uint32_t batch : {1u, 32u, 64u})
       for (uint32_t flows = 1; flows <= 8; ++flows) {
-        const Sent r = drive(flows, burst, batch, 0, 20011, 5);
-        EXPECT_LE(r.worst_spread, batch) << what(flows, burst, batch, 0);
+        for (const std::optional<uint64_t> seed : {std::optional<uint64_t>(), std::optional<uint64_t>(42)}) {
+          const Sent r = drive(flows, burst, batch, 0, 20011, 5, seed);
+          EXPECT_LE(r.worst_spread, batch) << what(flows, burst, batch, 0) << (seed ? ", random order" : "");
+        }
       }
 }
 
@@ -116,6 +123,37 @@ TEST(FlowSchedule, LongTurnsEndEvenAtTheQuota) {
     EXPECT_LE(spread(per_flow), 1u) << "flows " << flows;
     EXPECT_EQ(s.run_left(), 0u) << "quota done: nothing more to send";
   }
+}
+
+// The flow of each turn, for `turns` turns of a schedule without a quota.
+std::vector<uint32_t> turns_of(uint32_t flows, std::optional<uint64_t> seed, int turns) {
+  FlowSchedule s(flows, 32, 0, seed);
+  std::vector<uint32_t> out;
+  for (int i = 0; i < turns; ++i) {
+    out.push_back(s.flow());
+    s.advance(s.run_left());
+  }
+  return out;
+}
+
+// --flows-random: every round visits each flow once, in an order drawn from
+// the seed: the same seed gives the same orders, another seed others.
+TEST(FlowSchedule, RandomOrderIsAPermutationPerRoundAndFollowsTheSeed) {
+  constexpr uint32_t kFlows = 8;
+  constexpr int kRounds = 50;
+  const auto a = turns_of(kFlows, 7, kFlows * kRounds);
+  EXPECT_EQ(a, turns_of(kFlows, 7, kFlows * kRounds)) << "same seed, same orders";
+  EXPECT_NE(a, turns_of(kFlows, 8, kFlows * kRounds)) << "another seed, other orders";
+  std::set<std::vector<uint32_t>> orders;
+  for (int r = 0; r < kRounds; ++r) {
+    std::vector<uint32_t> round(a.begin() + r * kFlows, a.begin() + (r + 1) * kFlows);
+    orders.insert(round);
+    std::sort(round.begin(), round.end());
+    for (uint32_t f = 0; f < kFlows; ++f) ASSERT_EQ(round[f], f) << "round " << r << " is not a permutation";
+  }
+  EXPECT_GT(orders.size(), kRounds / 2u) << "rounds should rarely repeat an order (8! of them)";
+  const auto in_order = turns_of(kFlows, std::nullopt, kFlows * 3);
+  for (size_t i = 0; i < in_order.size(); ++i) EXPECT_EQ(in_order[i], i % kFlows) << "no seed: flows in order";
 }
 
 // One flow: one endless turn, so batches are cut by bursts only.
