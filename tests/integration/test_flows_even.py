@@ -42,12 +42,15 @@ def stop_capture(cap):
 
 
 def per_port(pcap):
+    """Data frames per source port, and whether one sender's turns (runs of
+    one source port) came round in port order throughout."""
     out = sh("tshark", "-r", pcap, "-Y", f"udp.length == {SIZE + 8}", "-T", "fields", "-e", "udp.srcport", capture=True,
              timeout=60)
-    counts = {}
-    for line in out.split():
-        counts[int(line)] = counts.get(int(line), 0) + 1
-    return [counts.get(p, 0) for p in range(PORTS[0], PORTS[1] + 1)]
+    ports = [int(p) for p in out.split()]
+    counts = [ports.count(p) for p in range(PORTS[0], PORTS[1] + 1)]
+    turns = [p for i, p in enumerate(ports) if i == 0 or p != ports[i - 1]]
+    in_order = all(b - PORTS[0] == (a - PORTS[0] + 1) % FLOWS for a, b in zip(turns, turns[1:]))
+    return counts, in_order
 
 
 def refused(ns, backend, dst):
@@ -84,7 +87,7 @@ def run(lab, tmp, tag, ns_tx, ns_rx, dst, rx_args, tx_args, cap_if, count):
     sent = [0] * FLOWS
     for s in t["streams"]:
         sent[s["stream"]] = s["sent"]
-    seen = per_port(pcap)
+    seen, in_order = per_port(pcap)
     print(f"     {tag}: rx per stream {got}, pktgen per stream {sent}, tcpdump per source port {seen}", flush=True)
     c.eq(f"{tag}: rx received", r["received"], count)
     c.eq(f"{tag}: rx lost", r["lost"], 0)
@@ -96,6 +99,8 @@ def run(lab, tmp, tag, ns_tx, ns_rx, dst, rx_args, tx_args, cap_if, count):
            all(s["from"].endswith(f":{PORTS[0] + s['stream']}") for s in r["streams"]),
            str([s["from"] for s in r["streams"]]))
     c.eq(f"{tag}: interface rx_packets delta == data + end markers", delta, r["received"] + r["end_markers"])
+    if "--threads" not in tx_args:  # one sender: the capture shows its turns in order
+        c.eq(f"{tag}: turns in port order on the wire", in_order, "--flows-random" not in tx_args)
 
 
 with tempfile.TemporaryDirectory() as tmp, Lab("e", subnet=14) as lab:
@@ -104,7 +109,9 @@ with tempfile.TemporaryDirectory() as tmp, Lab("e", subnet=14) as lab:
                               ("socket lo burst 7 batch 64", 9999, ["--burst", "7", "--batch", "64"]),
                               ("socket lo burst 1 batch 32", 4003, ["--burst", "1", "--batch", "32"]),
                               ("socket lo burst 128 batch 1", 8191, ["--burst", "128", "--batch", "1"]),
-                              ("socket lo 3 threads", 10001, ["--threads", "3", "--burst", "100", "--batch", "32"])):
+                              ("socket lo 3 threads", 10001, ["--threads", "3", "--burst", "100", "--batch", "32"]),
+                              ("socket lo --flows-random", 10001, ["--flows-random", "7", "--burst", "100", "--batch", "32"]),
+                              ("socket lo --flows-random 2 threads", 10001, ["--flows-random", "7", "--threads", "2"])):
         run(lab, tmp, tag, lab.ns_b, lab.ns_b, "127.0.0.1", ["--backend", "socket", "--bind", "127.0.0.1"],
             ["--backend", "socket", "--rate", "50k"] + extra, "lo", count)
     # AF_PACKET (pktgen builds whole frames) over the veth pair.
@@ -114,8 +121,9 @@ with tempfile.TemporaryDirectory() as tmp, Lab("e", subnet=14) as lab:
         run(lab, tmp, tag, lab.ns_a, lab.ns_b, lab.ip_b, ["--backend", "socket", "--device", lab.if_b],
             ["--backend", "afpacket", "--rate", "50k"] + extra, lab.if_b, count)
     # The other backends, where this host lets them run: io_uring over lo, AF_XDP and the XDP
-    # generator (one turn per kernel call) over the veth. A veth passes XDP frames only to a
-    # peer with NAPI on: GRO on the receiving side.
+    # generator (turns of one kernel call, a burst when paced) over the veth; paced, as XDP
+    # transmit has no backpressure. A veth passes XDP frames only to a peer with NAPI on: GRO
+    # on the receiving side.
     sh("ethtool", "-K", lab.if_b, "gro", "on", ns=lab.ns_b)
     for tag, backend, ns_tx, dst, rx_args, cap_if, extra in (
             ("uring lo burst 100 batch 32", "uring", lab.ns_b, "127.0.0.1", ["--backend", "socket", "--bind", "127.0.0.1"],
@@ -124,13 +132,12 @@ with tempfile.TemporaryDirectory() as tmp, Lab("e", subnet=14) as lab:
              lab.if_b, ["--burst", "7", "--batch", "64"]),
             ("xdp veth burst 100", "xdp", lab.ns_a, lab.ip_b, ["--backend", "socket", "--device", lab.if_b],
              lab.if_b, ["--burst", "100"]),
-            ("xdp veth unpaced 2 threads", "xdp", lab.ns_a, lab.ip_b,
-             ["--backend", "socket", "--device", lab.if_b, "--rcvbuf", "64M"], lab.if_b, ["--threads", "2"])):
+            ("xdp veth burst 128 2 threads", "xdp", lab.ns_a, lab.ip_b, ["--backend", "socket", "--device", lab.if_b],
+             lab.if_b, ["--burst", "128", "--threads", "2"])):
         why = refused(ns_tx, backend, dst)
         if why:
             print(f"SKIP {tag}: {why}", flush=True)
             continue
-        rate = [] if "unpaced" in tag else ["--rate", "50k"]
-        run(lab, tmp, tag, ns_tx, lab.ns_b, dst, rx_args, ["--backend", backend] + rate + extra, cap_if, 10001)
+        run(lab, tmp, tag, ns_tx, lab.ns_b, dst, rx_args, ["--backend", backend, "--rate", "50k"] + extra, cap_if, 10001)
 
 c.done()
