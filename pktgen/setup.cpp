@@ -87,9 +87,9 @@ uint16_t draw_sender_id() {
 }
 
 std::string engine_stamps() {
-  if (!tsc_stamp_basis()) return "clock_gettime(CLOCK_MONOTONIC) per packet";
-  return std::string("CLOCK_MONOTONIC read at least every 100 us, extended per packet by the TSC (") +
-         tsc_stamp_basis() + "; RATELINE_TSC_STAMPS=0: clock_gettime per packet)";
+  if (!tsc_stamp_basis()) return "one per batch, shared by its packets: clock_gettime(CLOCK_MONOTONIC)";
+  return std::string("one per batch, shared by its packets: CLOCK_MONOTONIC read at least every 100 us, extended by "
+                     "the TSC (") + tsc_stamp_basis() + "; RATELINE_TSC_STAMPS=0: clock_gettime)";
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "socket/socket_queues.hpp"
 #include "util/clock.hpp"
 #include "xdp/xdp_rx.hpp"
+#include "xdp/xdp_shared.h"
 #include "xdp/xdp_tx.hpp"
 #endif
 
@@ -26,7 +27,8 @@ class XdpTx : public TxBackend {
       : program_(XdpTxConfig{o.kernel_path.iface, o.ipv6, o.payload_bytes, o.streams, o.batch}) {}
   std::vector<std::string> start_lines() const override { return {program_.note()}; }
   std::optional<std::string> stamp_source() const override {
-    return std::string("bpf_ktime_get_ns() per frame, in the kernel");
+    return std::string("bpf_ktime_get_ns() in the kernel, once per ") + std::to_string(RL_STAMP_EVERY) +
+           " frames of a call, shared by them";
   }
   // The kernel runs the per-packet loop; this thread paces and reads counters.
   engine::TxResult run(const TxWorker&, const engine::TxPlan& plan, stats::TxSnapshotRing& snapshots,

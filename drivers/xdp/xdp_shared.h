@@ -185,8 +185,15 @@ struct rl_tx_stream {
                          (short form: no payload halves, the program sums all four words) */
   rl_u64 end_frames;  /* end markers sent (the template already complete: sent as is) */
   rl_u64 bad_frames;  /* frames that did not fit the template (never expected): dropped */
-  rl_u64 pad[3];
+  rl_u64 stamp_ns;    /* the send stamp the next frames share (one clock read per RL_STAMP_EVERY frames) */
+  rl_u32 stamp_left;  /* frames that may still use stamp_ns; userspace sets 0 before each call */
+  rl_u32 pad32;
+  rl_u64 pad;
 };
+
+/* The generator reads the clock once per this many frames of a call; the
+ * frames between share the stamp (as a batch does on the other backends). */
+#define RL_STAMP_EVERY 32
 
 /* Transmit results the xdp tracepoints report for one worker thread
  * (tx_xmit, keyed by thread id): what the egress driver took and refused. */

@@ -225,12 +225,29 @@ engine::TxResult XdpTxProgram::run(engine::TxPlan plan, stats::TxSnapshotRing& s
 
   // One call: how many frames the program ran for this stream (from the
   // map, so exact even when a signal cut the call short).
+  // Stamps: one clock read per RL_STAMP_EVERY frames (xdp_tx.bpf.c), the
+  // first frame of each call reading afresh. How far a stamp precedes its
+  // frame is estimated from the call's mean time per frame: a group of k
+  // frames' last one is generated (k - 1) frame-times after the read.
   int err = 0;
   auto run_data = [&](size_t i, uint32_t frames) {
-    const uint64_t& next = streams_[plan.flows[i].stream].next_seq;
+    rl_tx_stream& st = streams_[plan.flows[i].stream];
+    const uint64_t& next = st.next_seq;
     const uint64_t before = load_relaxed(next);
+    __atomic_store_n(&st.stamp_left, 0u, __ATOMIC_RELAXED);
+    const uint64_t t0 = now_ns();
     err = send(templates[i], frames);
-    return load_relaxed(next) - before;
+    const uint64_t call_ns = now_ns() - t0;
+    const uint64_t ran = load_relaxed(next) - before;
+    if (ran) {
+      const uint64_t groups = (ran + RL_STAMP_EVERY - 1) / RL_STAMP_EVERY;
+      const double frame_ns = static_cast<double>(call_ns) / static_cast<double>(ran);
+      const auto lead_max = static_cast<uint64_t>(frame_ns * static_cast<double>(std::min<uint64_t>(ran, RL_STAMP_EVERY) - 1));
+      result.stamp_lead_max_ns = std::max(result.stamp_lead_max_ns, lead_max);
+      result.stamp_lead_sum_ns += static_cast<uint64_t>(frame_ns * static_cast<double>(ran - groups));
+      result.stamped_batches += groups;
+    }
+    return ran;
   };
 
   pace::Pacer pacer(plan.pace);

@@ -2,11 +2,15 @@
 //
 // Per packet it writes the payload (header, pattern, checksum) and, for
 // Ethernet-layer backends, the UDP checksum; headers are copied only into
-// stale slots. One stamp per packet: every packet carries its own send
-// time (TSC-extended CLOCK_MONOTONIC where CLOCK_MONOTONIC runs on the TSC,
-// else a clock_gettime per packet). Per batch: one reserve, one commit (more only when the backend
-// pushes back), one stop-flag load; per burst one clock read (the same TSC
-// extension) for pacing, progress and the in-burst rate. A batch carries one
+// stale slots. One send stamp per batch: every packet carries a stamp, and
+// the packets of a batch share the one read just before the batch is
+// written (TSC-extended CLOCK_MONOTONIC where CLOCK_MONOTONIC runs on the
+// TSC, else clock_gettime). A second read when the batch is written
+// measures how far a stamp can precede its packet's hand-off to the
+// backend: the run's mean and maximum are reported (TxResult).
+// Per batch: one reserve, one commit (more only when the backend pushes
+// back), one stop-flag load, the two clock reads; per burst one more read
+// for pacing, progress and the in-burst rate. A batch carries one
 // flow; flows take turns of one batch, carried over from burst to burst
 // (engine/flow_schedule.hpp), so a batch is shorter where a turn ends
 // inside a burst: at most one more commit per turn.
@@ -150,6 +154,7 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
 
   uint64_t now = start_ns;
   uint64_t reserve_stuck_since = 0;
+  uint64_t stamp_lead_max = 0;  // longest batch fill: how far a stamp can precede its packet's hand-off
   while ((plan.quota == 0 || c.packets < plan.quota) && now < end_ns && !result.stalled &&
          !stop.load(std::memory_order_relaxed)) {
     const uint64_t burst_start_ns = now;
@@ -172,11 +177,16 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
       reserve_stuck_since = 0;
       TxFlow& f = plan.flows[schedule.flow()];
       uint64_t seq = f.next_seq;
+      const uint64_t batch_stamp = stamps.stamp();
       for (TxSlot& s : slots) {
         const wire::PayloadSums sums =
-            wire::fill_data_payload(detail::data_payload<Q>(s, f), plan.payload, f.stream, seq++, stamps.stamp());
+            wire::fill_data_payload(detail::data_payload<Q>(s, f), plan.payload, f.stream, seq++, batch_stamp);
         detail::finish_data_frame<Q>(s, f, plan.payload.len, plan.ipv6, sums);
       }
+      const uint64_t lead = stamps.now() - batch_stamp;
+      stamp_lead_max = std::max(stamp_lead_max, lead);
+      result.stamp_lead_sum_ns += lead;
+      ++result.stamped_batches;
       const uint32_t taken = detail::commit_all(q, slots, c, plan.stall_timeout_ns, stop, result.stalled);
       f.next_seq += taken;  // cancelled slots give their sequence numbers back: no false gap
       schedule.advance(taken);
@@ -222,6 +232,7 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
   publish(now_ns(), true);
   result.counters = c;
   result.stamp_clock_breaks = stamps.rate_breaks();
+  result.stamp_lead_max_ns = stamp_lead_max;
   result.flows = std::move(plan.flows);
   return result;
 }

@@ -47,6 +47,11 @@ struct TxResult {
   std::vector<TxFlow> flows;  // next_seq = sent per stream
   bool stalled = false;
   uint32_t stamp_clock_breaks = 0;  // the TSC left CLOCK_MONOTONIC's pace: stamps fell back to clock_gettime
+  // The packets of a batch share one stamp, read before the batch is written:
+  // the longest time from a stamp to its batch being handed to the backend.
+  uint64_t stamp_lead_max_ns = 0;
+  uint64_t stamp_lead_sum_ns = 0;  // over stamped_batches: the mean lead
+  uint64_t stamped_batches = 0;
 };
 
 }  // namespace rateline::engine

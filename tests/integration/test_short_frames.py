@@ -77,7 +77,10 @@ def pair(lab, tmp, tx_b, rx_b, mac_b, rate="30k"):
         print(err[-1200:])
     r = result_record(rx_json, "rx")
     delta = lab.counter("b", "rx_packets") - before
-    c.eq(f"{tag}: pktgen sent", result_record(tx_json, "pktgen")["sent"], N)
+    t = result_record(tx_json, "pktgen")
+    c.eq(f"{tag}: pktgen sent", t["sent"], N)
+    c.true(f"{tag}: pktgen's stamp lead, 0 < mean <= max", t["stamp_lead_mean_ns"] is not None and
+           0 < t["stamp_lead_mean_ns"] <= t["stamp_lead_max_ns"], f"{t['stamp_lead_mean_ns']} {t['stamp_lead_max_ns']}")
     c.eq(f"{tag}: received", r["received"], N)
     c.eq(f"{tag}: lost", r["lost"], 0)
     c.eq(f"{tag}: corrupt + malformed + bad UDP checksum",
@@ -88,7 +91,7 @@ def pair(lab, tmp, tx_b, rx_b, mac_b, rate="30k"):
 
 
 def capture(lab, pcap):
-    cap = subprocess.Popen(["ip", "netns", "exec", lab.ns_b, "tcpdump", "-n", "-s", "0", "-B", "16384", "-i", lab.if_b,
+    cap = subprocess.Popen(["ip", "netns", "exec", lab.ns_b, "tcpdump", "-n", "-U", "-s", "0", "-B", "16384", "-i", lab.if_b,
                             "-w", pcap, "udp", "port", "9000"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                            text=True)
     lab.procs.append(cap)
@@ -166,7 +169,7 @@ with tempfile.TemporaryDirectory() as tmp, Lab("f", subnet=64) as lab:
     cap = capture(lab, pcap)
     for tx_b in senders:
         pair(lab, tmp, tx_b, "afpacket", mac_b, rate="10k")  # slow enough for tcpdump to keep every frame
-    time.sleep(0.5)
+    time.sleep(1.0)  # the capture ring hands over a part-filled block only after its timeout
     cap.send_signal(2)
     _, cap_err = cap.communicate(timeout=10)
     c.true("tcpdump: no frame dropped by the kernel", "\n0 packets dropped by kernel" in "\n" + cap_err, cap_err.strip())

@@ -437,6 +437,33 @@ TEST(RunTxUdpPayload, QuotaOfDataFramesWithContiguousSequencesAndEndMarkers) {
   EXPECT_EQ(run.q->cancelled, 0u) << "nothing is given back when the backend keeps taking";
 }
 
+// One send stamp per batch: every packet carries one, the packets of a batch
+// share it, batches never go back in time, and the lead reported is a
+// true mean and maximum.
+TEST(RunTxUdpPayload, PacketsOfABatchShareOneStamp) {
+  const Config c{1, false, 64, 1000};
+  auto plan = make_plan<Layer::udp_payload>(c);  // bursts of 100 in batches of 32: 32, 32, 32, 4
+  TxBehaviour calm;
+  calm.partial_every = calm.refuse_every = calm.empty_reserve_every = 0;
+  const auto run = transmit<Layer::udp_payload>(plan, calm);
+  std::vector<uint64_t> stamps;
+  for (const TxRecord& r : run.q->log) {
+    const wire::Decoded d = wire::decode(r.bytes.data(), static_cast<uint32_t>(r.bytes.size()));
+    if (d.verdict == wire::Verdict::data) stamps.push_back(d.tx_ns);
+  }
+  ASSERT_EQ(stamps.size(), c.quota);
+  for (size_t i = 1; i < stamps.size(); ++i) {
+    const size_t in_burst = i % plan.pace.burst;
+    if (in_burst % plan.batch != 0)
+      ASSERT_EQ(stamps[i], stamps[i - 1]) << "packet " << i << " is inside a batch";
+    else
+      ASSERT_GE(stamps[i], stamps[i - 1]) << "packet " << i << " starts a batch";
+  }
+  EXPECT_EQ(run.result.stamped_batches, c.quota / plan.pace.burst * 4);
+  EXPECT_GT(run.result.stamp_lead_max_ns, 0u);
+  EXPECT_LE(run.result.stamp_lead_sum_ns / run.result.stamped_batches, run.result.stamp_lead_max_ns);
+}
+
 // In-burst timing: only whole bursts count (the partial last one would
 // read as a faster or slower burst than the plan's), and the fastest one is
 // the one with the most packets per nanosecond.
