@@ -175,6 +175,9 @@ struct BackendDescriptor {
   bool tx_needs_peer_napi = false;  // its frames reach a veth peer only with NAPI on there (XDP-sent frames)
   bool rx_one_reader = false;  // without --layers one worker reads what the kernel counted (--threads ignored)
   bool rx_layers = false;      // --layers: counts at the driver and again at the sockets
+  // Its receiver counts our frames in an XDP program and drops them there:
+  // the device's xdp_drop counters are the receiving, not a loss (ledger).
+  bool rx_drops_in_xdp = false;
 };
 
 // The descriptor named, or one with every flag false for a name the table does not have.

@@ -53,6 +53,7 @@ int report_result(const Config& cfg, Run& run, const std::string& ended_by, repo
   drop_path.socket_drops = summary.totals.backend_drops;
   drop_path.raw_receiver = run.backend->workers_see_frames();
   drop_path.receiver_backend = run.choice.backend->name;
+  drop_path.receiver_drops_in_xdp = run.choice.backend->rx_drops_in_xdp;
   drop_path.receiver = ledger::delta(run.ledger_start, ledger::read_counters(run.ledger_scope));
   const ledger::Ledger drops = ledger::reconcile(drop_path);
   std::printf("%s", ledger::format(drops).c_str());

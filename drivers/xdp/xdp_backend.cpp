@@ -143,6 +143,7 @@ extern const BackendDescriptor xdp_backend = {
     .tx_needs_peer_napi = true,
     .rx_one_reader = true,
     .rx_layers = true,
+    .rx_drops_in_xdp = true,
 };
 
 }  // namespace rateline::drivers

@@ -102,7 +102,7 @@ Ledger reconcile(const Path& p) {
       uint64_t eth = 0;
       std::string eth_names;
       for (const auto& [k, v] : d.ethtool) {
-        if (v && p.receiver_backend == "xdp" && k.find("xdp_drop") != std::string::npos) {
+        if (v && p.receiver_drops_in_xdp && k.find("xdp_drop") != std::string::npos) {
           // rx's own XDP program counts our frames and then drops them: that is the receiving, not a loss.
           out.notes.push_back(d.name + " " + k + " " + plus(v) + " left out: rx's XDP program drops what it has counted");
           continue;

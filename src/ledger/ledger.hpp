@@ -41,6 +41,7 @@ struct Path {
   uint64_t socket_drops = 0;    // rx "socket_drops": sk_drops, or tp_drops for AF_PACKET
   bool raw_receiver = false;    // rx tapped frames (AF_PACKET, AF_XDP): UDP counters are not on the measured path
   std::string receiver_backend; // for the socket line's wording
+  bool receiver_drops_in_xdp = false;  // rx counts in XDP and drops there: xdp_drop is no loss
   std::optional<Counters> sender;    // deltas on the sender's side (unknown for plain rx)
   std::optional<Counters> receiver;  // deltas on the receiver's side
   std::string sender_device;         // the sender's egress interface, when known

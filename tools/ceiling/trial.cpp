@@ -220,6 +220,7 @@ TrialOutcome TrialRunner::run(const TrialSpec& spec) {
   const drivers::BackendDescriptor* rx_backend = drivers::find_backend(o.rx_backend);
   path.raw_receiver = rx_backend && rx_backend->frames;
   path.receiver_backend = o.rx_backend;
+  path.receiver_drops_in_xdp = rx_backend && rx_backend->rx_drops_in_xdp;
   path.sender = ledger::delta(before, after);
   path.sender_device = device_;
   try {

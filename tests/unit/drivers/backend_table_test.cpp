@@ -45,14 +45,16 @@ TEST(BackendTable, PathChoicesLeaveOutWhatMovesNoPackets) {
 }
 
 TEST(BackendTable, ProgramsAskFlagsNotNames) {
-  // What pktgen, rx and ceiling decide by (EAL arguments, NAPI on the peer, one reader, --layers).
+  // What pktgen, rx, ceiling and the ledger decide by (EAL arguments, NAPI on the peer, one reader, --layers,
+  // XDP drops that are the receiving).
   EXPECT_TRUE(describe_backend("dpdk").eal_args);
   EXPECT_TRUE(describe_backend("xdp").tx_needs_peer_napi);
   EXPECT_TRUE(describe_backend("xdp").rx_one_reader);
   EXPECT_TRUE(describe_backend("xdp").rx_layers);
+  EXPECT_TRUE(describe_backend("xdp").rx_drops_in_xdp);
   for (const char* n : {"socket", "uring", "afpacket", "afxdp", "null"}) {
     const BackendDescriptor& b = describe_backend(n);
-    EXPECT_FALSE(b.eal_args || b.tx_needs_peer_napi || b.rx_one_reader || b.rx_layers) << n;
+    EXPECT_FALSE(b.eal_args || b.tx_needs_peer_napi || b.rx_one_reader || b.rx_layers || b.rx_drops_in_xdp) << n;
   }
   const BackendDescriptor& none = describe_backend("nosuch");
   EXPECT_STREQ(none.name, "");

@@ -161,6 +161,7 @@ TEST(Ledger, XdpReceiverOwnDropsAreNotLosses) {
   p.missing = 3;
   p.raw_receiver = true;
   p.receiver_backend = "xdp";
+  p.receiver_drops_in_xdp = true;
   Counters r;
   DeviceCounters d = dev("veth1", "veth");
   d.ethtool["rx_queue_0_xdp_drops"] = 100000;
@@ -175,6 +176,7 @@ TEST(Ledger, XdpReceiverOwnDropsAreNotLosses) {
   EXPECT_TRUE(noted);
 
   p.receiver_backend = "socket";  // any other receiver: an XDP drop is a drop
+  p.receiver_drops_in_xdp = false;
   p.missing = 100003;
   EXPECT_EQ(at(reconcile(p), "nic"), 100003u);
 }
