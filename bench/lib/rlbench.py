@@ -359,7 +359,7 @@ class Tool:
 
 class Pktgen(Tool):
     """pktgen --backend B as the sender, rx (backend rx_backend, or rx's auto choice) as the receiver."""
-    min_size = 32   # pktgen puts a 32-byte header in every packet
+    min_size = 18   # pktgen's short header: the 64 B frame
     rx_port = 9000
 
     def __init__(self, args, topo, backend, rx_backend=None, extra=()):
