@@ -13,7 +13,8 @@
 // for pacing, progress and the in-burst rate. A batch carries one
 // flow; flows take turns of one batch, carried over from burst to burst
 // (engine/flow_schedule.hpp), so a batch is shorter where a turn ends
-// inside a burst: at most one more commit per turn.
+// inside a burst: at most one more commit per turn. A replay (pktgen
+// --replay) runs the same burst loop over a capture's frames, copied whole.
 #pragma once
 
 #include <algorithm>
@@ -126,35 +127,64 @@ inline uint32_t commit_all(Q& q, std::span<TxSlot> slots, stats::TxCounters& c, 
   return done;
 }
 
-}  // namespace detail
-
-inline constexpr uint64_t kEndMarkerStallNs = 100'000'000;
-
+// What fills the batches of the burst loop below: the engine's own data
+// packets (DataSource), or a capture's frames (ReplaySource).
+// Per batch: the most slots it wants now (limit), fill them in place, then
+// learn how many the backend took (took: returns their payload bytes).
 template <TxQueue Q>
-TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::atomic<bool>& stop) {
-  stats::TxCounters c;
-  TxResult result;
-  pace::Pacer pacer(plan.pace);
-  StampClock stamps;  // each packet's own send time (util/stamp_clock.hpp)
-  if constexpr (Q::kLayer == Layer::ethernet) {
-    for (TxFlow& f : plan.flows) f.udp_sum = net::udp_headers_sum({f.headers.data(), f.headers_len}, plan.ipv6);
+struct DataSource {
+  TxPlan& plan;
+  FlowSchedule& schedule;
+  StampClock& stamps;
+  TxFlow* f = nullptr;
+
+  // The batch's one send stamp and how long the batch took to write after it
+  // (the stamp's lead on the hand-off): the largest and their sum.
+  uint64_t lead_max_ns = 0, lead_sum_ns = 0, batches = 0;
+
+  uint64_t limit() const { return schedule.run_left(); }
+  void fill(std::span<TxSlot> slots) {
+    f = &plan.flows[schedule.flow()];
+    uint64_t seq = f->next_seq;
+    const uint64_t batch_stamp = stamps.stamp();
+    for (TxSlot& s : slots) {
+      const wire::PayloadSums sums =
+          wire::fill_data_payload(data_payload<Q>(s, *f), plan.payload, f->stream, seq++, batch_stamp);
+      finish_data_frame<Q>(s, *f, plan.payload.len, plan.ipv6, sums);
+    }
+    const uint64_t lead = stamps.now() - batch_stamp;
+    lead_max_ns = std::max(lead_max_ns, lead);
+    lead_sum_ns += lead;
+    ++batches;
   }
-  // Turns of one batch per flow, carried across bursts (engine/flow_schedule.hpp).
-  FlowSchedule schedule(static_cast<uint32_t>(plan.flows.size()), plan.batch, plan.quota, plan.flow_shuffle_seed);
+  uint64_t took(uint32_t taken) {
+    f->next_seq += taken;  // cancelled slots give their sequence numbers back: no false gap
+    schedule.advance(taken);
+    return uint64_t{taken} * plan.payload.len;
+  }
+};
+
+inline void publish(stats::TxSnapshotRing& snapshots, stats::TxCounters& c, const pace::Pacer& pacer, uint64_t now,
+                    bool final) {
+  c.pace_slips = pacer.slips();
+  snapshots.try_push({c, now, final});  // a full ring means the reporter is behind: skip, never wait
+}
+
+// Bursts of batches until the quota, the duration, a stall or stop: per
+// batch one reserve, one fill, one commit (more when the backend pushes
+// back); per burst one clock read and the pacer's wait.
+template <TxQueue Q, class Source>
+void send_bursts(Q& q, const TxPlan& plan, Source& src, StampClock& stamps, pace::Pacer& pacer,
+                     stats::TxCounters& c, TxResult& result, stats::TxSnapshotRing& snapshots,
+                     const std::atomic<bool>& stop) {
   const uint64_t start_ns = now_ns();
   const uint64_t end_ns = plan.duration_ns ? start_ns + plan.duration_ns : ~0ull;
   uint64_t next_publish_ns = start_ns + plan.publish_every_ns;
   pacer.start(start_ns);
   c.first_ns = start_ns;
 
-  auto publish = [&](uint64_t now, bool final) {
-    c.pace_slips = pacer.slips();
-    snapshots.try_push({c, now, final});  // a full ring means the reporter is behind: skip, never wait
-  };
-
   uint64_t now = start_ns;
   uint64_t reserve_stuck_since = 0;
-  uint64_t stamp_lead_max = 0;  // longest batch fill: how far a stamp can precede its packet's hand-off
   while ((plan.quota == 0 || c.packets < plan.quota) && now < end_ns && !result.stalled &&
          !stop.load(std::memory_order_relaxed)) {
     const uint64_t burst_start_ns = now;
@@ -162,7 +192,7 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
     if (plan.quota) burst_left = std::min<uint64_t>(burst_left, plan.quota - c.packets);
     const bool whole_burst = burst_left == plan.pace.burst;
     while (burst_left) {
-      const uint32_t want = static_cast<uint32_t>(std::min<uint64_t>({burst_left, plan.batch, schedule.run_left()}));
+      const uint32_t want = static_cast<uint32_t>(std::min<uint64_t>({burst_left, plan.batch, src.limit()}));
       std::span<TxSlot> slots = q.reserve(want);
       if (slots.empty()) {
         // No free slot: reap completions and retry, under the same stall guard as commits.
@@ -175,23 +205,10 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
         continue;
       }
       reserve_stuck_since = 0;
-      TxFlow& f = plan.flows[schedule.flow()];
-      uint64_t seq = f.next_seq;
-      const uint64_t batch_stamp = stamps.stamp();
-      for (TxSlot& s : slots) {
-        const wire::PayloadSums sums =
-            wire::fill_data_payload(detail::data_payload<Q>(s, f), plan.payload, f.stream, seq++, batch_stamp);
-        detail::finish_data_frame<Q>(s, f, plan.payload.len, plan.ipv6, sums);
-      }
-      const uint64_t lead = stamps.now() - batch_stamp;
-      stamp_lead_max = std::max(stamp_lead_max, lead);
-      result.stamp_lead_sum_ns += lead;
-      ++result.stamped_batches;
-      const uint32_t taken = detail::commit_all(q, slots, c, plan.stall_timeout_ns, stop, result.stalled);
-      f.next_seq += taken;  // cancelled slots give their sequence numbers back: no false gap
-      schedule.advance(taken);
+      src.fill(slots);
+      const uint32_t taken = commit_all(q, slots, c, plan.stall_timeout_ns, stop, result.stalled);
+      c.payload_bytes += src.took(taken);
       c.packets += taken;
-      c.payload_bytes += uint64_t{taken} * plan.payload.len;
       burst_left -= taken;
       if (taken < slots.size()) break;  // stop or stall
     }
@@ -199,13 +216,82 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
     c.last_ns = now;
     if (whole_burst && !burst_left) c.note_burst(plan.pace.burst, now - burst_start_ns);
     if (now >= next_publish_ns) {
-      publish(now, false);
+      publish(snapshots, c, pacer, now, false);
       next_publish_ns = now + plan.publish_every_ns;
     }
     if (burst_left || (plan.quota && c.packets >= plan.quota)) break;
     if (!pacer.wait_for_next_burst(now, stop)) break;
     if (plan.pace.paced()) now = stamps.now();  // unpaced, no time passed since the read above
   }
+}
+
+// A capture's frames, byte for byte, in file order, from the first again
+// after the last (plan.quota counts frames; 0 with no duration = the file
+// once). Each slot gets a whole frame: nothing is patched, so slots are
+// left stale for whatever the queue carries next.
+struct ReplaySource {
+  const net::PcapFrames& frames;
+  size_t next = 0;  // the file's frame that goes next
+
+  uint64_t limit() const { return ~0ull; }
+  void fill(std::span<TxSlot> slots) const {
+    size_t k = next;
+    for (TxSlot& s : slots) {
+      const std::span<const uint8_t> f = frames.frame(k);
+      std::memcpy(s.data, f.data(), f.size());  // setup sized every slot for the longest frame
+      s.len = static_cast<uint32_t>(f.size());
+      s.flow = 0;
+      s.stale = true;
+      if (++k == frames.size()) k = 0;
+    }
+  }
+  uint64_t took(uint32_t taken) {  // whole frames: a capture's frames need not be UDP
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < taken; ++i) {
+      bytes += frames.frame(next).size();
+      if (++next == frames.size()) next = 0;
+    }
+    return bytes;
+  }
+};
+
+}  // namespace detail
+
+inline constexpr uint64_t kEndMarkerStallNs = 100'000'000;
+
+// Replays plan.replay's frames (pktgen --replay): paced as data packets,
+// no end markers of its own (a capture of pktgen's carries its own).
+template <TxQueue Q>
+TxResult run_replay(Q& q, const TxPlan& plan, stats::TxSnapshotRing& snapshots, const std::atomic<bool>& stop) {
+  stats::TxCounters c;
+  TxResult result;
+  pace::Pacer pacer(plan.pace);
+  StampClock stamps;
+  detail::ReplaySource frames{*plan.replay};
+  detail::send_bursts(q, plan, frames, stamps, pacer, c, result, snapshots, stop);
+  q.flush();
+  detail::publish(snapshots, c, pacer, now_ns(), true);
+  result.counters = c;
+  result.stamp_clock_breaks = stamps.rate_breaks();
+  return result;
+}
+
+template <TxQueue Q>
+TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::atomic<bool>& stop) {
+  if constexpr (Q::kLayer == Layer::ethernet) {
+    if (plan.replay) return run_replay(q, plan, snapshots, stop);  // once per run, not per packet
+  }
+  stats::TxCounters c;
+  TxResult result;
+  pace::Pacer pacer(plan.pace);
+  StampClock stamps;  // one send stamp per batch (util/stamp_clock.hpp)
+  if constexpr (Q::kLayer == Layer::ethernet) {
+    for (TxFlow& f : plan.flows) f.udp_sum = net::udp_headers_sum({f.headers.data(), f.headers_len}, plan.ipv6);
+  }
+  // Turns of one batch per flow, carried across bursts (engine/flow_schedule.hpp).
+  FlowSchedule schedule(static_cast<uint32_t>(plan.flows.size()), plan.batch, plan.quota, plan.flow_shuffle_seed);
+  detail::DataSource<Q> data{plan, schedule, stamps};
+  detail::send_bursts(q, plan, data, stamps, pacer, c, result, snapshots, stop);
 
   // End markers: a few copies per stream, spaced, so the receiver learns the
   // exact total even when its queue was full at the end of the data.
@@ -229,10 +315,12 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
     }
   }
   q.flush();
-  publish(now_ns(), true);
+  detail::publish(snapshots, c, pacer, now_ns(), true);
   result.counters = c;
   result.stamp_clock_breaks = stamps.rate_breaks();
-  result.stamp_lead_max_ns = stamp_lead_max;
+  result.stamp_lead_max_ns = data.lead_max_ns;
+  result.stamp_lead_sum_ns = data.lead_sum_ns;
+  result.stamped_batches = data.batches;
   result.flows = std::move(plan.flows);
   return result;
 }

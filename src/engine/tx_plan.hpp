@@ -4,9 +4,11 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
+#include "net/pcap_file.hpp"
 #include "pace/pacer.hpp"
 #include "stats/counters.hpp"
 #include "wire/test_payload.hpp"
@@ -40,6 +42,9 @@ struct TxPlan {
   uint64_t publish_every_ns = 100'000'000;
   uint64_t stall_timeout_ns = 2'000'000'000;  // no slot taken this long: give up, say so
   std::vector<TxFlow> flows;
+  // Set: send these frames as they are instead of data packets (pktgen --replay;
+  // Ethernet-layer backends only). Shared, read-only, by every plan of the run.
+  std::shared_ptr<const net::PcapFrames> replay;
 };
 
 struct TxResult {

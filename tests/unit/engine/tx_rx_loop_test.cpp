@@ -762,3 +762,32 @@ TEST(RunTxEthernetFlows, EndMarkersLongerThanDataPayloadHaveTheirOwnLengths) {
 }
 
 }  // namespace
+
+// pktgen --replay: a capture's frames go out whole, byte for byte, in file
+// order and from the first again after the last, through partial commits,
+// refused commits and empty reserves; no end markers of the engine's own.
+TEST(RunTxReplay, FramesGoOutWholeInFileOrderLoopingToTheQuota) {
+  auto frames = std::make_shared<net::PcapFrames>();
+  frames->offsets.push_back(0);
+  for (uint32_t len : {60u, 1514u, 97u}) {
+    for (uint32_t i = 0; i < len; ++i) frames->bytes.push_back(static_cast<uint8_t>(len + i * 7));
+    frames->offsets.push_back(static_cast<uint32_t>(frames->bytes.size()));
+    frames->t_ns.push_back(0);
+    frames->max_len = std::max(frames->max_len, len);
+  }
+  engine::TxPlan plan = make_plan<Layer::ethernet>({1, false, 64, 10});
+  plan.replay = frames;
+  const auto run = transmit<Layer::ethernet>(plan, TxBehaviour{});
+  ASSERT_EQ(run.q->log.size(), 10u);
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < run.q->log.size(); ++i) {
+    const std::span<const uint8_t> want = frames->frame(i % 3);
+    EXPECT_EQ(run.q->log[i].bytes, std::vector<uint8_t>(want.begin(), want.end())) << "frame " << i;
+    bytes += want.size();
+  }
+  EXPECT_EQ(run.result.counters.packets, 10u);
+  EXPECT_EQ(run.result.counters.end_markers, 0u);
+  EXPECT_EQ(run.result.counters.payload_bytes, bytes);
+  EXPECT_EQ(run.q->contract_errors, 0u);
+  EXPECT_EQ(run.q->oversize, 0u);
+}
