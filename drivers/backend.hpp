@@ -53,6 +53,7 @@ struct TxOptions {
   FramePath kernel_path;              // what the kernel's tables say about frames towards dst
   std::string local_ip;               // --src-ip, or the kernel's source address towards dst
   std::string dst_mac;                // --dst-mac as given
+  std::string pcap_path;              // --pcap-out: the file the pcap backend writes
   uint32_t payload_bytes = 0;         // data packets' UDP payload (--size)
   uint32_t slot_bytes = 0;            // largest UDP payload a slot holds (data or end marker)
   uint32_t batch = 32;
@@ -70,6 +71,15 @@ struct TxWorker {
   unsigned index = 0;
   std::vector<uint16_t> src_ports;
 };
+
+// Locally administered MACs for frames that reach no wire (null, pcap).
+inline constexpr net::MacAddress kNoWireSrcMac{0x02, 0, 0, 0, 0, 0x01};
+inline constexpr net::MacAddress kNoWireDstMac{0x02, 0, 0, 0, 0, 0x02};
+
+// The path of frames that reach no wire: interface `name` with those MACs
+// (the destination --dst-mac when given), --dst and its port, --src-ip or
+// the kernel's source address (the unspecified one when none).
+FramePath no_wire_frame_path(const TxOptions& o, const char* name);
 
 class TxBackend {
  public:
@@ -178,6 +188,7 @@ struct BackendDescriptor {
   // Its receiver counts our frames in an XDP program and drops them there:
   // the device's xdp_drop counters are the receiving, not a loss (ledger).
   bool rx_drops_in_xdp = false;
+  bool replays = false;        // pktgen --replay: its queue takes whole frames of any length up to its slots
 };
 
 // The descriptor named, or one with every flag false for a name the table does not have.

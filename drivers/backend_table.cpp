@@ -16,6 +16,7 @@
   X(uring)                   \
   X(socket)                  \
   X(null)                    \
+  X(pcap)                    \
   /* one line per backend above, each ending in a backslash */
 
 namespace rateline::drivers {
@@ -42,6 +43,18 @@ std::string why_not(const BackendDescriptor& b, bool frames_ok, const std::strin
 }
 
 }  // namespace
+
+FramePath no_wire_frame_path(const TxOptions& o, const char* name) {
+  FramePath r;
+  r.iface.name = name;
+  r.iface.mac = kNoWireSrcMac;
+  r.endpoints.src_mac = kNoWireSrcMac;
+  r.endpoints.dst_mac = o.dst_mac.empty() ? kNoWireDstMac : net::parse_mac(o.dst_mac);
+  r.endpoints.dst_ip = o.dst.ip();
+  r.endpoints.src_ip = make_address(o.local_ip.empty() ? (o.ipv6 ? "::" : "0.0.0.0") : o.local_ip, 0).ip();
+  r.endpoints.dst_port = o.dst.port();
+  return r;
+}
 
 std::span<const BackendDescriptor* const> backends() { return kBackends; }
 

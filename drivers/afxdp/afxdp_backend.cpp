@@ -86,6 +86,7 @@ extern const BackendDescriptor afxdp_backend = {
     .open_rx = nullptr,
     .cleanup = nullptr,
 #endif
+    .replays = true,
 };
 
 }  // namespace rateline::drivers

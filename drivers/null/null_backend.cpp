@@ -17,28 +17,15 @@
 namespace rateline::drivers {
 namespace {
 
-// Locally administered MACs: these frames never reach a wire.
-constexpr net::MacAddress kNullMac{0x02, 0, 0, 0, 0, 0x01};
-constexpr net::MacAddress kPeerMac{0x02, 0, 0, 0, 0, 0x02};
-
 class NullTx : public TxBackend {
  public:
   explicit NullTx(const TxOptions& o) : batch_(o.batch) {}
-  FramePath frame_path(const TxOptions& o) const override {
-    FramePath r;
-    r.iface.name = "null";
-    r.iface.mac = kNullMac;
-    r.endpoints.src_mac = kNullMac;
-    r.endpoints.dst_mac = kPeerMac;
-    r.endpoints.dst_ip = o.dst.ip();
-    r.endpoints.src_ip = make_address(o.local_ip.empty() ? (o.ipv6 ? "::" : "0.0.0.0") : o.local_ip, 0).ip();
-    r.endpoints.dst_port = o.dst.port();
-    return r;
-  }
+  FramePath frame_path(const TxOptions& o) const override { return no_wire_frame_path(o, "null"); }
   engine::TxResult run(const TxWorker&, const engine::TxPlan& plan, stats::TxSnapshotRing& snapshots,
                        const std::atomic<bool>& stop, const std::function<void()>& ready) override {
-    NullTxQueue q(batch_, static_cast<uint32_t>(net::headers_len(plan.ipv6)) +
-                              std::max(plan.payload.len, plan.end_payload.len));
+    const uint32_t frame_bytes = static_cast<uint32_t>(net::headers_len(plan.ipv6)) +
+                                 std::max(plan.payload.len, plan.end_payload.len);
+    NullTxQueue q(batch_, std::max(frame_bytes, plan.replay ? plan.replay->max_len : 0));
     ready();
     return engine::run_tx(q, plan, snapshots, stop);
   }
@@ -80,8 +67,8 @@ class NullRx : public QueueRxBackend<NullRxQueue, NullRxConfig> {
     if (cfg_.payload_bytes + 1 > o.slot_bytes)
       throw SetupError("--backend null: size=" + std::to_string(cfg_.payload_bytes) + " exceeds --max-size");
     net::UdpEndpoints& ep = cfg_.endpoints;
-    ep.src_mac = kPeerMac;
-    ep.dst_mac = kNullMac;
+    ep.src_mac = kNoWireDstMac;
+    ep.dst_mac = kNoWireSrcMac;
     ep.src_ip = make_address(o.ipv6 ? "2001:db8::1" : "192.0.2.1", 0).ip();  // documentation prefixes
     ep.dst_ip = o.bind.ip();
     ep.dst_port = o.port;
@@ -117,6 +104,7 @@ extern const BackendDescriptor null_backend = {
     .open_rx = [](const RxOptions& o) -> std::unique_ptr<RxBackend> { return std::make_unique<NullRx>(o); },
     .cleanup = nullptr,
     .moves_packets = false,
+    .replays = true,
 };
 
 }  // namespace rateline::drivers

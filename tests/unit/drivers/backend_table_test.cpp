@@ -40,8 +40,9 @@ TEST(BackendTable, PathChoicesLeaveOutWhatMovesNoPackets) {
   EXPECT_EQ(path.front(), "auto");
   for (const BackendDescriptor* b : backends()) EXPECT_EQ(in_path.count(b->name), b->moves_packets ? 1u : 0u) << b->name;
   EXPECT_FALSE(in_path.count("null"));  // ceiling measures a path: a null sender would give an NDR of nothing
+  EXPECT_FALSE(in_path.count("pcap"));  // nor would a file
   EXPECT_TRUE(in_path.count("socket"));
-  EXPECT_EQ(all.size(), path.size() + 1);
+  EXPECT_EQ(all.size(), path.size() + 2);  // all backends but null and pcap
 }
 
 TEST(BackendTable, ProgramsAskFlagsNotNames) {
@@ -56,6 +57,9 @@ TEST(BackendTable, ProgramsAskFlagsNotNames) {
     const BackendDescriptor& b = describe_backend(n);
     EXPECT_FALSE(b.eal_args || b.tx_needs_peer_napi || b.rx_one_reader || b.rx_layers || b.rx_drops_in_xdp) << n;
   }
+  // pktgen --replay: only queues that take whole frames.
+  for (const char* n : {"afpacket", "afxdp", "null", "pcap"}) EXPECT_TRUE(describe_backend(n).replays) << n;
+  for (const char* n : {"socket", "uring", "xdp", "dpdk"}) EXPECT_FALSE(describe_backend(n).replays) << n;
   const BackendDescriptor& none = describe_backend("nosuch");
   EXPECT_STREQ(none.name, "");
   EXPECT_FALSE(none.moves_packets || none.eal_args || none.rx_layers);
