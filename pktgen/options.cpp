@@ -15,6 +15,52 @@
 
 namespace rateline::pktgen {
 
+namespace {
+
+// --pcap-out and --replay: which backend, how long, and the capture itself
+// (read and checked here, so a bad file sends nothing and exits 2).
+void check_file_options(Config& cfg) {
+  if (!cfg.pcap_out.empty()) {
+    if (cfg.backend == "auto") cfg.backend = "pcap";
+    if (cfg.backend != "pcap")
+      throw cli::UsageError("--pcap-out writes frames to a file, not through --backend " + cfg.backend + ": drop --backend");
+    if (!cfg.count && !cfg.duration_ns)
+      throw cli::UsageError("--pcap-out needs --count or --duration: the file must not grow without end");
+    if (cfg.threads != 1) throw cli::UsageError("--pcap-out writes one file in send order: --threads 1 only");
+  } else if (cfg.backend == "pcap") {
+    throw cli::UsageError("--backend pcap needs --pcap-out FILE");
+  }
+  if (cfg.replay_path.empty()) return;
+  if (!cfg.pcap_out.empty()) throw cli::UsageError("--replay and --pcap-out: give one of them");
+  if (cfg.threads != 1) throw cli::UsageError("--replay sends one file in order: --threads 1 only");
+  const drivers::BackendDescriptor& b = drivers::describe_backend(cfg.backend);
+  if (!b.replays)
+    throw cli::UsageError("--replay sends whole Ethernet frames: " +
+                          (cfg.backend == "auto" ? std::string("give --backend afpacket or afxdp")
+                                                 : "--backend " + cfg.backend + " cannot (use afpacket or afxdp)"));
+  if (b.kernel_interface && cfg.device.empty()) throw cli::UsageError("--replay needs --device IF: the interface to send on");
+  try {
+    cfg.replay = std::make_shared<const net::PcapFrames>(net::read_pcap_file(cfg.replay_path));
+  } catch (const net::PcapError& e) {
+    throw cli::UsageError(std::string("--replay ") + e.what());
+  }
+  if (!b.kernel_interface) return;
+  uint32_t mtu = 0;
+  try {
+    mtu = net::interface_info(cfg.device).mtu;
+  } catch (const std::exception& e) {
+    throw cli::UsageError(std::string("--device: ") + e.what());
+  }
+  const net::PcapFrames& f = *cfg.replay;
+  for (size_t i = 0; mtu && i < f.size(); ++i)
+    if (f.frame(i).size() > mtu + net::kEthHeaderBytes)
+      throw cli::UsageError("--replay " + cfg.replay_path + ": frame " + std::to_string(i) + " is " +
+                            std::to_string(f.frame(i).size()) + " B, longer than " + cfg.device + "'s MTU " +
+                            std::to_string(mtu) + " + 14 B of Ethernet header");
+}
+
+}  // namespace
+
 int parse_options(int argc, char** argv, Config& cfg) {
   CLI::App app{"pktgen: send bursts of numbered, timestamped, checksummed UDP packets (udp_bench b-t-n-s)", "pktgen"};
   std::string burst = "100", delay = "0", count, duration, size = "1400", rate, rate_layer = "payload";
@@ -60,6 +106,12 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_flag("--gso", cfg.gso,
                "socket backend: UDP GSO, one sendmsg per batch cut into datagrams by the kernel (a veth/lo counts "
                "such a batch as one packet unless tx-udp-segmentation is off on it)");
+  app.add_option("--pcap-out", cfg.pcap_out,
+                 "write the frames instead of sending them: to this classic pcap file (Ethernet, ns stamps = send "
+                 "stamps), end markers included, paced as asked; needs --count or --duration");
+  app.add_option("--replay", cfg.replay_path,
+                 "send this pcap capture's frames byte for byte, in file order (--backend afpacket or afxdp, "
+                 "--device IF); --count = frames, looping over the file (default: the file once)");
   app.set_version_flag("--version", "pktgen (rateline) 0.1.0");
 
   // Everything after a lone "--" goes to DPDK's EAL untouched.
@@ -140,6 +192,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
     if (!sndbuf.empty())
       cfg.sndbuf_bytes = static_cast<int>(in_range<uint64_t>("--sndbuf", convert("--sndbuf", [&] { return units::parse_bytes(sndbuf); }), 4096, 1ull << 30));
     cfg.end_markers = static_cast<uint32_t>(in_range<uint64_t>("--end-markers", convert("--end-markers", [&] { return units::parse_count(end_markers); }), 0, 100));
+    check_file_options(cfg);
   } catch (const cli::UsageError& e) {
     std::fprintf(stderr, "pktgen: %s\n", e.what());
     return cli::kUsageExit;

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "net/pcap_file.hpp"
 #include "util/units.hpp"
 
 namespace rateline::pktgen {
@@ -40,6 +42,9 @@ struct Config {
   std::string json_path;
   std::string csv_path;  // --csv: progress and result records as CSV rows
   bool quiet = false;
+  std::string pcap_out;  // --pcap-out: the frames go to this pcap file (the pcap backend)
+  std::string replay_path;  // --replay: send this capture's frames as they are
+  std::shared_ptr<const net::PcapFrames> replay;  // its frames, read and checked by parse_options
 };
 
 // Parses argv into cfg. Returns -1 to run, else the exit code (help: 0, bad input: 2).

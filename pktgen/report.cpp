@@ -26,6 +26,10 @@ void report_start(const Config& cfg, const Run& run, report::JsonLines& json) {
   std::printf("pktgen: %s -> %s, %u B payload (%u B L2 frame), backend %s; sender id %u\n", settings.c_str(),
               run.dst.text().c_str(), cfg.size, run.sizes.l2, run.choice.note.c_str(), run.sender_id);
   std::printf("pktgen: link %s; placement: %s\n", run.link.text().c_str(), run.placement.text.c_str());
+  if (cfg.replay)
+    std::printf("pktgen: replay: %zu frames of %s, byte for byte (mean %u B, longest %u B); %s\n", cfg.replay->size(),
+                cfg.replay_path.c_str(), run.sizes.payload, cfg.replay->max_len,
+                cfg.count ? "--count frames, looping over the file" : cfg.duration_ns ? "looping until --duration" : "the file once");
   for (const std::string& line : run.backend->start_lines()) std::printf("pktgen: %s\n", line.c_str());
   std::printf("pktgen: send stamps: %s\n", run.stamps.c_str());
   if (run.asked_pps) {

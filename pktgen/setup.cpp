@@ -57,6 +57,7 @@ drivers::FramePath kernel_frame_path(const Config& cfg, const drivers::SocketAdd
     r.why_not = "raw frames on lo never reach a local socket (loopback addresses are martians on input)";
     return r;
   }
+  if (cfg.replay) return r;  // replayed frames carry their own MACs; parse_options checked their lengths
   if (!cfg.dst_mac.empty()) {
     r.endpoints.dst_mac = net::parse_mac(cfg.dst_mac);
   } else if (auto mac = net::neighbour_mac(r.endpoints.dst_ip, r.iface.index)) {
@@ -86,6 +87,18 @@ uint16_t draw_sender_id() {
   return id;
 }
 
+// A replay's sizes for the report: its frames' mean length, whole frames
+// counted as the "payload" (they need not be UDP).
+net::FrameSizes replay_sizes(const net::PcapFrames& f) {
+  const auto mean = static_cast<uint32_t>(f.bytes.size() / f.size());
+  net::FrameSizes s;
+  s.payload = mean;
+  s.l3 = mean > net::kEthHeaderBytes ? mean - static_cast<uint32_t>(net::kEthHeaderBytes) : 0;
+  s.l2 = std::max<uint32_t>(mean + net::kFcsBytes, net::kMinFrameBytes);
+  s.l1 = s.l2 + static_cast<uint32_t>(net::kL1OverheadBytes);
+  return s;
+}
+
 std::string engine_stamps() {
   if (!tsc_stamp_basis()) return "one per batch, shared by its packets: clock_gettime(CLOCK_MONOTONIC)";
   return std::string("one per batch, shared by its packets: CLOCK_MONOTONIC read at least every 100 us, extended by "
@@ -98,9 +111,10 @@ Run set_up(const Config& cfg) {
   Run run;
   run.dst = drivers::make_address(cfg.dst, cfg.port);  // checked by parse_options
   run.sizes = net::FrameSizes::for_payload(cfg.size, cfg.ipv6);
+  if (cfg.replay) run.sizes = replay_sizes(*cfg.replay);
   // A backend whose frames bypass the kernel (a DPDK port) has no path MTU: its own setup checks.
   const drivers::BackendDescriptor* asked = drivers::find_backend(cfg.backend);
-  if (const uint32_t mtu = asked && asked->frames && !asked->kernel_interface ? 0 : drivers::path_mtu(run.dst, cfg.device);
+  if (const uint32_t mtu = cfg.replay || (asked && asked->frames && !asked->kernel_interface) ? 0 : drivers::path_mtu(run.dst, cfg.device);
       mtu && run.sizes.l3 > mtu)
     throw SetupError("--size " + std::to_string(cfg.size) + " does not fit the path MTU " + std::to_string(mtu) +
                      " towards " + cfg.dst + ": at most " + std::to_string(mtu - (run.sizes.l3 - cfg.size)) +
@@ -129,7 +143,8 @@ Run set_up(const Config& cfg) {
 
   o.device = cfg.device;
   o.payload_bytes = cfg.size;
-  o.slot_bytes = std::max(cfg.size, wire::kEndMarkerMinPayloadBytes);
+  o.slot_bytes = std::max({cfg.size, wire::kEndMarkerMinPayloadBytes, cfg.replay ? cfg.replay->max_len : 0});
+  o.pcap_path = cfg.pcap_out;
   o.batch = cfg.batch;
   o.sndbuf_bytes = cfg.sndbuf_bytes;
   o.gso = cfg.gso;
@@ -172,8 +187,11 @@ Run set_up(const Config& cfg) {
       plan.quota += cfg.count / ports.size() + (flow.stream < cfg.count % ports.size() ? 1 : 0);
     // The short form carries 48-bit sequences: a worker stops before any of
     // its streams could wrap (218 days at 14.88 Mpps).
-    if (wire::is_short_form(cfg.size) && (plan.quota == 0 || plan.quota >= wire::kShortSeqLimit))
+    if (!cfg.replay && wire::is_short_form(cfg.size) && (plan.quota == 0 || plan.quota >= wire::kShortSeqLimit))
       plan.quota = wire::kShortSeqLimit - 1;
+    // A replay without --count or --duration sends the file once.
+    if (cfg.replay && !cfg.count && !cfg.duration_ns) plan.quota = cfg.replay->size();
+    plan.replay = cfg.replay;
     plan.duration_ns = cfg.duration_ns;
     plan.pace = cfg.rate ? pace::PacePlan::for_rate(cfg.burst, *run.asked_pps * plan.flows.size() / ports.size())
                          : pace::PacePlan::for_delay(cfg.burst, cfg.delay_ns);
