@@ -66,16 +66,24 @@ def write_pcap(path, frames):
             f.write(struct.pack("<IIII", 1, i, len(fr), len(fr)) + fr)
 
 
+def pcap_records(path):
+    """(time in ns, frame) per record of a classic pcap file: either byte
+    order, microsecond (tcpdump -w) or nanosecond stamps."""
+    data = open(path, "rb").read()
+    magic_le = struct.unpack("<I", data[:4])[0]
+    endian = "<" if magic_le in (0xA1B2C3D4, 0xA1B23C4D) else ">"
+    unit = 1 if struct.unpack(endian + "I", data[:4])[0] == 0xA1B23C4D else 1000
+    off, records = 24, []
+    while off + 16 <= len(data):
+        sec, frac, incl, _ = struct.unpack(endian + "IIII", data[off:off + 16])
+        records.append((sec * 10**9 + frac * unit, data[off + 16:off + 16 + incl]))
+        off += 16 + incl
+    return records
+
+
 def pcap_frames(path):
     """The frames of a classic pcap file (what tcpdump -w writes)."""
-    data = open(path, "rb").read()
-    endian = "<" if data[:4] == b"\xd4\xc3\xb2\xa1" else ">"
-    off, frames = 24, []
-    while off + 16 <= len(data):
-        _, _, incl, _ = struct.unpack(endian + "IIII", data[off:off + 16])
-        frames.append(data[off + 16:off + 16 + incl])
-        off += 16 + incl
-    return frames
+    return [f for _, f in pcap_records(path)]
 
 
 def ones(data):
