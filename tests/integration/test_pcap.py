@@ -9,8 +9,8 @@
    0..999 in order (the short form compared byte for byte, the long form by
    its checksum); each record's time is the packet's send stamp (record time
    minus stamp is one constant) and the stamps show the pacing.
-2. pktgen --replay FILE --backend afpacket --device A into rx --backend
-   afpacket on B: rx counts 1000 received, 0 lost; tcpdump on B's veth
+2. pktgen --replay FILE --backend afpacket --device A (and the 1400 B file
+   on afxdp too) into rx --backend afpacket on B: rx counts 1000 received, 0 lost; tcpdump on B's veth
    captures exactly the file's frames, byte for byte, in order; A's veth
    tx_packets grew by the file's frame count. --count 2500 on the null
    backend sends 2500 frames (the file looped).
@@ -90,7 +90,7 @@ def write_capture(lab, tmp, size):
     return path
 
 
-def replay(lab, tmp, path, tag):
+def replay(lab, tmp, path, tag, backend="afpacket"):
     rx_json = os.path.join(tmp, f"rx-{tag}.json")
     cap_path = os.path.join(tmp, f"wire-{tag}.pcap")
     file_frames = [f for _, f in pcap_records(path)]
@@ -102,7 +102,7 @@ def replay(lab, tmp, path, tag):
     cap.stderr.readline()  # "listening on ..."
     rx = start_rx(lab, ["--backend", "afpacket", "--device", lab.if_b, "--json", rx_json, "--quiet"])
     before = lab.counter("a", "tx_packets")
-    tx = subprocess.run(["ip", "netns", "exec", lab.ns_a, PKTGEN, "--replay", path, "--backend", "afpacket",
+    tx = subprocess.run(["ip", "netns", "exec", lab.ns_a, PKTGEN, "--replay", path, "--backend", backend,
                          "--device", lab.if_a, "--rate", "20k", "--quiet"], capture_output=True, text=True, timeout=60)
     c.eq(f"replay {tag}: pktgen exit code", tx.returncode, 0)
     if tx.returncode:
@@ -170,9 +170,10 @@ def main():
         # The lab's static neighbour entries alone: no ARP or IPv6 chatter in the captures.
         short = write_capture(lab, tmp, 18)
         long_ = write_capture(lab, tmp, 1400)
-        for path, tag in ((short, "18"), (long_, "1400")):
+        for path, tag, backend in ((short, "18", "afpacket"), (long_, "1400", "afpacket"),
+                                   (long_, "1400-afxdp", "afxdp")):
             if os.path.exists(path):
-                replay(lab, tmp, path, tag)
+                replay(lab, tmp, path, tag, backend)
         loop_json = os.path.join(tmp, "loop.json")
         r = subprocess.run([PKTGEN, "--replay", short, "--backend", "null", "--count", "2500", "--quiet", "--json",
                             loop_json], capture_output=True, text=True, timeout=30)
