@@ -9,7 +9,14 @@ RATELINE_PACKAGES=(
   libclang-rt-dev  # clang's libFuzzer/ASan/UBSan runtimes, matching the default clang (tools/check.d/20-fuzz)
   librsvg2-bin     # rsvg-convert: tests/integration/test_ceiling.py renders ceiling's SVG plot
   fio xfsprogs btrfs-progs e2fsprogs dosfstools  # tools/blocktest --fs, bench/blocktest (librsvg2-bin renders its SVG)
+  ccache  # meson picks it up: a second tools/check on this machine compiles only what changed
 )
+
+# ccache keys on paths: make them relative to the checkout, and leave the
+# build directory out of the hash (debug info keeps the first one's path), so a
+# fresh clone elsewhere on this machine reuses what an earlier clone compiled.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(pwd)}
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 
 ensure_packages() {
   local missing=()
