@@ -189,6 +189,7 @@ struct BackendDescriptor {
   // the device's xdp_drop counters are the receiving, not a loss (ledger).
   bool rx_drops_in_xdp = false;
   bool replays = false;        // pktgen --replay: its queue takes whole frames of any length up to its slots
+  bool one_size = false;       // sends one packet size per run (pktgen --size a,b,c is refused)
 };
 
 // The descriptor named, or one with every flag false for a name the table does not have.

@@ -1,8 +1,10 @@
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <sstream>
 #include <string_view>
 
+#include "engine/size_mix.hpp"
 #include "net/frame.hpp"
 #include "net/iface.hpp"
 #include "pktgen_config.hpp"
@@ -19,6 +21,70 @@ namespace {
 
 // --pcap-out and --replay: which backend, how long, and the capture itself
 // (read and checked here, so a bad file sends nothing and exits 2).
+// One size of --size, in UDP payload bytes (as_l2: given as an Ethernet
+// frame incl. FCS: less the Ethernet, IP and UDP headers and the FCS).
+uint32_t payload_of_size(const std::string& text, bool as_l2, bool ipv6, uint64_t max_payload) {
+  const uint64_t given = cli::convert("--size", [&] { return units::parse_bytes(text); });
+  if (!as_l2) return static_cast<uint32_t>(cli::in_range<uint64_t>("--size", given, wire::kMinPayloadBytes, max_payload));
+  const uint64_t headers = net::FrameSizes::for_payload(wire::kMinPayloadBytes, ipv6).l2 - wire::kMinPayloadBytes;
+  if (given < headers + wire::kMinPayloadBytes)
+    throw cli::UsageError("--size " + text + " --size-layer l2: a " + text + " B frame leaves " +
+                          (given > headers ? std::to_string(given - headers) : std::string("no")) + " B of UDP payload" +
+                          (ipv6 ? " over IPv6" : "") + "; rateline's header needs 18 (the smallest frame here is " +
+                          std::to_string(headers + wire::kMinPayloadBytes) + " B)");
+  return static_cast<uint32_t>(cli::in_range<uint64_t>("--size", given - headers, wire::kMinPayloadBytes, max_payload));
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  for (size_t comma; (comma = text.find(',', start)) != std::string::npos; start = comma + 1)
+    items.push_back(text.substr(start, comma - start));
+  items.push_back(text.substr(start));
+  return items;
+}
+
+// --size (one size or a list), --weights, --size-layer into cfg.size and,
+// for a list, cfg.mix_sizes / mix_weights.
+void parse_sizes(Config& cfg, const std::string& size, const std::string& weights, bool as_l2, uint64_t max_payload) {
+  const std::vector<std::string> sizes = split_list(size);
+  cfg.sizes_as_l2 = as_l2;
+  if (sizes.size() == 1) {
+    if (!weights.empty()) throw cli::UsageError("--weights " + weights + " needs a size list (--size 64,594,1518)");
+    cfg.size = payload_of_size(sizes[0], as_l2, cfg.ipv6, max_payload);
+    return;
+  }
+  if (sizes.size() > engine::kMaxMixSizes)
+    throw cli::UsageError("--size: " + std::to_string(sizes.size()) + " sizes; a mix has at most " +
+                          std::to_string(engine::kMaxMixSizes));
+  for (const std::string& s : sizes) {
+    const uint32_t payload = payload_of_size(s, as_l2, cfg.ipv6, max_payload);
+    for (uint32_t earlier : cfg.mix_sizes)
+      if (earlier == payload) throw cli::UsageError("--size " + size + " lists " + s + " twice: give each size once, with its weight");
+    cfg.mix_sizes.push_back(payload);
+  }
+  if (weights.empty()) {
+    cfg.mix_weights.assign(sizes.size(), 1);
+  } else {
+    const std::vector<std::string> ws = split_list(weights);
+    if (ws.size() != sizes.size())
+      throw cli::UsageError("--weights " + weights + ": " + std::to_string(ws.size()) + " weights for " +
+                            std::to_string(sizes.size()) + " sizes (" + size + "): give one per size");
+    uint64_t total = 0;
+    for (const std::string& w : ws) {
+      if (w.empty() || w.size() > 4 || w.find_first_not_of("0123456789") != std::string::npos || std::stoul(w) == 0)
+        throw cli::UsageError("--weights " + weights + ": each weight is a whole number from 1 to " +
+                              std::to_string(engine::kMaxMixCycle));
+      cfg.mix_weights.push_back(static_cast<uint32_t>(std::stoul(w)));
+      total += cfg.mix_weights.back();
+    }
+    if (total > engine::kMaxMixCycle)
+      throw cli::UsageError("--weights " + weights + ": they add up to " + std::to_string(total) + "; at most " +
+                            std::to_string(engine::kMaxMixCycle) + " (the cycle the sizes follow)");
+  }
+  cfg.size = *std::max_element(cfg.mix_sizes.begin(), cfg.mix_sizes.end());
+}
+
 void check_file_options(Config& cfg) {
   if (!cfg.pcap_out.empty()) {
     if (cfg.backend == "auto") cfg.backend = "pcap";
@@ -64,6 +130,8 @@ void check_file_options(Config& cfg) {
 int parse_options(int argc, char** argv, Config& cfg) {
   CLI::App app{"pktgen: send bursts of numbered, timestamped, checksummed UDP packets (udp_bench b-t-n-s)", "pktgen"};
   std::string burst = "100", delay = "0", count, duration, size = "1400", rate, rate_layer = "payload";
+  std::string weights, size_layer = "payload";
+  bool imix = false;
   std::string src_ports, flows_random, batch = "32", sndbuf, end_markers = "3";
   std::string dst;
   app.add_option("-b,--burst", burst, "packets per burst (udp_bench b)")->capture_default_str();
@@ -71,7 +139,15 @@ int parse_options(int argc, char** argv, Config& cfg) {
       ->capture_default_str();
   app.add_option("-n,--count", count, "packets in all (udp_bench n), e.g. 100000 or 100k; default: until --duration or Ctrl-C");
   app.add_option("-d,--duration", duration, "stop after this long: s by default, or 500ms, 2min");
-  app.add_option("-s,--size", size, "UDP payload bytes per packet (udp_bench s), at least 18 (a 64 B IPv4 frame; below 32 the short header, docs/wire-format.md)")->capture_default_str();
+  app.add_option("-s,--size", size, "UDP payload bytes per packet (udp_bench s), at least 18 (a 64 B IPv4 frame; below 32 the short header, docs/wire-format.md); a list 64,594,1518 mixes sizes (--weights)")->capture_default_str();
+  app.add_option("--weights", weights, "a size list's shares, one per size, e.g. 7,4,1 (default: equal); the sizes "
+                 "interleave in a fixed cycle of sum(weights) packets");
+  app.add_flag("--imix", imix, "the simple IMIX: 64, 594 and 1518 B Ethernet frames 7:4:1 "
+               "(--size 64,594,1518 --size-layer l2 --weights 7,4,1)");
+  app.add_option("--size-layer", size_layer, "what --size counts: payload (UDP payload bytes) or l2 (Ethernet frame "
+                 "incl. FCS, as RFC 2544 names sizes)")
+      ->check(CLI::IsMember({"payload", "l2"}))
+      ->capture_default_str();
   app.add_option("-r,--rate", rate, "packets/s (100k, 10kpps) or bits/s (100Mbit, 1Gbps); excludes --delay");
   app.add_option("--rate-layer", rate_layer, "which bits a bit/s --rate counts: payload, l2 or l1")
       ->check(CLI::IsMember({"payload", "l2", "l1"}))
@@ -139,7 +215,14 @@ int parse_options(int argc, char** argv, Config& cfg) {
       cfg.duration_ns = in_range<uint64_t>("--duration", convert("--duration", [&] { return units::parse_duration_ns(duration, kNsPerSec); }), 1, 366ull * 86400 * kNsPerSec);
     // Largest UDP payload: IPv4 65535 - 20 - 8; IPv6 payload-length field 65535 - 8 (no jumbograms).
     const uint64_t max_payload = cfg.ipv6 ? 65527 : 65507;
-    cfg.size = static_cast<uint32_t>(in_range<uint64_t>("--size", convert("--size", [&] { return units::parse_bytes(size); }), wire::kMinPayloadBytes, max_payload));
+    if (imix) {
+      if (app.get_option("--size")->count() || app.get_option("--weights")->count() || app.get_option("--size-layer")->count())
+        throw cli::UsageError("--imix sets --size 64,594,1518 --size-layer l2 --weights 7,4,1: give those or --imix, not both");
+      size = "64,594,1518";
+      size_layer = "l2";
+      weights = "7,4,1";
+    }
+    parse_sizes(cfg, size, weights, size_layer == "l2", max_payload);
     if (!rate.empty()) {
       if (cfg.delay_ns) throw cli::UsageError("--rate and --delay both space bursts: give one of them");
       cfg.rate = convert("--rate", [&] { return units::parse_rate(rate); });
@@ -168,6 +251,13 @@ int parse_options(int argc, char** argv, Config& cfg) {
     if (dst_v6 != cfg.ipv6)
       throw cli::UsageError("--dst " + cfg.dst + (cfg.ipv6 ? " is not an IPv6 address (drop --ipv6 or give one)" : " is IPv6: add --ipv6"));
     if (cfg.gso && cfg.backend != "socket") throw cli::UsageError("--gso needs --backend socket");
+    if (!cfg.mix_sizes.empty()) {
+      if (cfg.gso) throw cli::UsageError("--gso cuts a batch into equal datagrams: it cannot send a size mix");
+      if (drivers::describe_backend(cfg.backend).one_size)
+        throw cli::UsageError("--backend " + cfg.backend + " sends one size per run (its generator copies one template "
+                              "frame): a size mix runs on socket, uring, afpacket, afxdp, dpdk, null or pcap");
+      if (!cfg.replay_path.empty()) throw cli::UsageError("--replay sends the capture's own frames: drop the size list");
+    }
     if (!cfg.dst_mac.empty()) convert("--dst-mac", [&] { return net::parse_mac(cfg.dst_mac); });
     if (!cfg.src_ip.empty()) {
       try {

@@ -20,7 +20,12 @@ struct Config {
   uint64_t delay_ns = 0;
   uint64_t count = 0;        // 0 = until --duration or Ctrl-C
   uint64_t duration_ns = 0;  // 0 = no limit
-  uint32_t size = 1400;      // UDP payload bytes
+  uint32_t size = 1400;      // UDP payload bytes; a size mix: its largest
+  // A size mix (--size a,b,c, --imix): UDP payload bytes and weights, in the
+  // order given. Empty: every packet is `size`.
+  std::vector<uint32_t> mix_sizes;
+  std::vector<uint32_t> mix_weights;
+  bool sizes_as_l2 = false;  // --size-layer l2: the sizes were given as Ethernet frames (for the report)
   std::optional<units::Rate> rate;
   RateLayer rate_layer = RateLayer::payload;
   std::string dst = "127.0.0.1";

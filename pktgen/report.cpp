@@ -17,14 +17,54 @@ constexpr int kExitVerdict = 3;  // the OS refused packets (sender errors)
 
 const char* layer_name(RateLayer l) { return l == RateLayer::l1 ? "L1" : l == RateLayer::l2 ? "L2" : "payload"; }
 
-std::string settings_of(const Config& cfg) { return report::settings_text(cfg.burst, cfg.delay_ns, cfg.count, cfg.size); }
+std::string settings_of(const Config& cfg) {
+  return report::settings_text(cfg.burst, cfg.delay_ns, cfg.count, cfg.mix_sizes.empty() ? cfg.size : 0);
+}
+
+// A size mix as "64/594/1518 B L2 frames (18/548/1472 B payload), weights 7:4:1".
+std::string mix_text(const Config& cfg) {
+  std::string l2, payload, weights;
+  for (size_t i = 0; i < cfg.mix_sizes.size(); ++i) {
+    const char* sep = i ? "/" : "";
+    l2 += sep + std::to_string(net::FrameSizes::for_payload(cfg.mix_sizes[i], cfg.ipv6).l2);
+    payload += sep + std::to_string(cfg.mix_sizes[i]);
+    weights += (i ? ":" : "") + std::to_string(cfg.mix_weights[i]);
+  }
+  return l2 + " B L2 frames (" + payload + " B payload), weights " + weights;
+}
+
+// A size mix's sizes (null for one size), with what was sent of each when `sent` is given.
+nlohmann::json mix_json(const Config& cfg, const std::vector<uint64_t>* sent) {
+  if (cfg.mix_sizes.empty()) return nullptr;
+  nlohmann::json sizes = nlohmann::json::array();
+  for (size_t i = 0; i < cfg.mix_sizes.size(); ++i) {
+    nlohmann::json one = {{"payload", cfg.mix_sizes[i]}, {"l2", net::FrameSizes::for_payload(cfg.mix_sizes[i], cfg.ipv6).l2},
+                          {"weight", cfg.mix_weights[i]}};
+    if (sent) {
+      one["sent"] = (*sent)[i];
+      one["payload_bytes"] = (*sent)[i] * cfg.mix_sizes[i];
+    }
+    sizes.push_back(one);
+  }
+  return sizes;
+}
+
+// The run's rates: a size mix's from the payload bytes actually sent (each
+// packet its own size), one size's from its packets.
+report::Rates rates_of(const Config& cfg, const Run& run, uint64_t packets, uint64_t payload_bytes, double seconds) {
+  if (cfg.mix_sizes.empty()) return report::rates_for(packets, run.sizes, seconds);
+  return report::rates_for_bytes(packets, payload_bytes, run.sizes, seconds);
+}
 
 }  // namespace
 
 void report_start(const Config& cfg, const Run& run, report::JsonLines& json) {
   const std::string settings = settings_of(cfg);
-  std::printf("pktgen: %s -> %s, %u B payload (%u B L2 frame), backend %s; sender id %u\n", settings.c_str(),
-              run.dst.text().c_str(), cfg.size, run.sizes.l2, run.choice.note.c_str(), run.sender_id);
+  const std::string sizes = cfg.mix_sizes.empty()
+                                ? std::to_string(cfg.size) + " B payload (" + std::to_string(run.sizes.l2) + " B L2 frame)"
+                                : "size mix: " + mix_text(cfg);
+  std::printf("pktgen: %s -> %s, %s, backend %s; sender id %u\n", settings.c_str(), run.dst.text().c_str(),
+              sizes.c_str(), run.choice.note.c_str(), run.sender_id);
   std::printf("pktgen: link %s; placement: %s\n", run.link.text().c_str(), run.placement.text.c_str());
   if (cfg.replay)
     std::printf("pktgen: replay: %zu frames of %s, byte for byte (mean %u B, longest %u B); %s\n", cfg.replay->size(),
@@ -37,12 +77,14 @@ void report_start(const Config& cfg, const Run& run, report::JsonLines& json) {
     std::printf("pktgen: rate asked %s %s = %.0f pps (%.2f Mbit/s payload, %.2f L2, %.2f L1)\n",
                 units::si(cfg.rate->value, 2).c_str(),
                 cfg.rate->unit == units::RateUnit::pps ? "pps" : (std::string("bit/s ") + layer_name(cfg.rate_layer)).c_str(),
-                pps, pps * run.sizes.payload * 8 / 1e6, pps * run.sizes.l2 * 8 / 1e6, pps * run.sizes.l1 * 8 / 1e6);
+                pps, pps * run.mean.payload * 8 / 1e6, pps * run.mean.l2 * 8 / 1e6, pps * run.mean.l1 * 8 / 1e6);
   }
   std::fflush(stdout);
   json.write({{"type", "start"}, {"tool", "pktgen"}, {"settings", settings}, {"dst", run.dst.text()},
               {"backend", run.choice.backend->name}, {"backend_note", run.choice.note},
-              {"burst", cfg.burst}, {"delay_ns", cfg.delay_ns}, {"count", cfg.count}, {"size", cfg.size},
+              {"burst", cfg.burst}, {"delay_ns", cfg.delay_ns}, {"count", cfg.count},
+              {"size", cfg.mix_sizes.empty() ? nlohmann::json(cfg.size) : nlohmann::json(nullptr)},
+              {"sizes", mix_json(cfg, nullptr)},
               {"threads", cfg.threads}, {"streams", run.streams}, {"sender_id", run.sender_id},
               {"flows_random_seed", cfg.flows_random_seed ? nlohmann::json(*cfg.flows_random_seed) : nlohmann::json(nullptr)},
               {"placement", run.placement.text}, {"stamps", run.stamps},
@@ -51,10 +93,13 @@ void report_start(const Config& cfg, const Run& run, report::JsonLines& json) {
 
 void Progress::maybe_report(const Config& cfg, const Run& run, uint64_t now, report::JsonLines& json) {
   if (cfg.quiet || now - last_ns_ < kNsPerSec) return;
-  uint64_t sent = 0;
-  for (const auto& w : run.workers) sent += w->latest.counters.packets;
+  uint64_t sent = 0, bytes = 0;
+  for (const auto& w : run.workers) {
+    sent += w->latest.counters.packets;
+    bytes += w->latest.counters.payload_bytes;
+  }
   const double dt = static_cast<double>(now - last_ns_) / 1e9;
-  const report::Rates r = report::rates_for(sent - last_sent_, run.sizes, dt);
+  const report::Rates r = rates_of(cfg, run, sent - last_sent_, bytes - last_bytes_, dt);
   const auto pct = report::line_rate_percent(r, run.link.speed_mbps);
   const std::string pct_text = pct ? (std::to_string(static_cast<int>(*pct + 0.5)) + "% of " + run.link.device +
                                       (run.link.nominal ? " (nominal)" : ""))
@@ -67,6 +112,7 @@ void Progress::maybe_report(const Config& cfg, const Run& run, uint64_t now, rep
               {"payload_mbps", r.payload_mbps}, {"l2_mbps", r.l2_mbps}, {"l1_mbps", r.l1_mbps}});
   last_ns_ = now;
   last_sent_ = sent;
+  last_bytes_ = bytes;
 }
 
 int report_result(const Config& cfg, const Run& run, report::JsonLines& json) {
@@ -78,6 +124,7 @@ int report_result(const Config& cfg, const Run& run, report::JsonLines& json) {
   uint32_t stamp_clock_breaks = 0;
   uint64_t stamp_lead_max_ns = 0, stamp_lead_sum_ns = 0, stamped_batches = 0;
   nlohmann::json streams = nlohmann::json::array();
+  std::vector<uint64_t> mix_sent(cfg.mix_sizes.size(), 0);
   for (const auto& w : run.workers) {
     if (!w->error.empty()) errors += (errors.empty() ? "" : "; ") + w->error;
     const stats::TxCounters& c = w->result.counters;
@@ -102,9 +149,10 @@ int report_result(const Config& cfg, const Run& run, report::JsonLines& json) {
     stamp_lead_sum_ns += w->result.stamp_lead_sum_ns;
     stamped_batches += w->result.stamped_batches;
     for (const auto& f : w->result.flows) streams.push_back({{"stream", f.stream}, {"sent", f.next_seq}});
+    for (size_t k = 0; k < w->result.mix_packets.size() && k < mix_sent.size(); ++k) mix_sent[k] += w->result.mix_packets[k];
   }
   const double seconds = last > first ? static_cast<double>(last - first) / 1e9 : 0.0;
-  const report::Rates r = report::rates_for(total.packets, run.sizes, seconds);
+  const report::Rates r = rates_of(cfg, run, total.packets, total.payload_bytes, seconds);
   const auto pct = report::line_rate_percent(r, run.link.speed_mbps);
   const bool interrupted = stop_signal_number() != 0;
   const std::string settings = settings_of(cfg);
@@ -113,6 +161,11 @@ int report_result(const Config& cfg, const Run& run, report::JsonLines& json) {
               "pps", "L2 Mbit/s", "L1 Mbit/s");
   std::printf("%-22s %9.3fs %12" PRIu64 " %20.2f %12.0f %12.2f %12.2f\n", settings.c_str(), seconds, total.packets,
               r.payload_mbps, r.pps, r.l2_mbps, r.l1_mbps);
+  for (size_t k = 0; k < mix_sent.size(); ++k)
+    std::printf("size %5u B L2 (%5u B payload), weight %u: sent %" PRIu64 " (%.2f%%), %" PRIu64 " payload bytes\n",
+                net::FrameSizes::for_payload(cfg.mix_sizes[k], cfg.ipv6).l2, cfg.mix_sizes[k], cfg.mix_weights[k],
+                mix_sent[k], total.packets ? 100.0 * static_cast<double>(mix_sent[k]) / static_cast<double>(total.packets) : 0.0,
+                mix_sent[k] * cfg.mix_sizes[k]);
   if (pct) std::printf("line rate: %.1f%% of %s (L1 bits)%s\n", *pct, run.link.text().c_str(), run.link.nominal ? ", nominal speed" : "");
   if (run.asked_pps)
     std::printf("rate: asked %.0f pps, achieved %.0f pps (%.1f%%)\n", *run.asked_pps, r.pps,
@@ -152,7 +205,8 @@ int report_result(const Config& cfg, const Run& run, report::JsonLines& json) {
               {"interrupted", interrupted}, {"stalled", stalled}, {"stamp_clock_breaks", stamp_clock_breaks},
               {"stamp_lead_mean_ns", stamped_batches ? nlohmann::json(stamp_lead_mean_ns) : nlohmann::json(nullptr)},
               {"stamp_lead_max_ns", stamped_batches ? nlohmann::json(stamp_lead_max_ns) : nlohmann::json(nullptr)},
-              {"errors", errors}, {"streams", streams}, {"sender_id", run.sender_id}};
+              {"errors", errors}, {"streams", streams}, {"sender_id", run.sender_id},
+              {"sizes", mix_json(cfg, &mix_sent)}};
   for (const std::string& line : run.backend->end_lines()) std::printf("%s\n", line.c_str());
   std::fflush(stdout);
   run.backend->add_to_result(result);

@@ -19,7 +19,7 @@ class Progress {
 
  private:
   uint64_t t0_ns_, last_ns_;
-  uint64_t last_sent_ = 0;
+  uint64_t last_sent_ = 0, last_bytes_ = 0;
 };
 
 // The final table and JSON from the joined workers; returns the exit code.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "engine/size_mix.hpp"
 #include "net/iface.hpp"
 #include "util/clock.hpp"
 #include "util/errors.hpp"
@@ -72,10 +73,25 @@ drivers::FramePath kernel_frame_path(const Config& cfg, const drivers::SocketAdd
   return r;
 }
 
-double rate_to_pps(const Config& cfg, const net::FrameSizes& sizes) {
+MeanFrame mean_frame(const Config& cfg, const net::FrameSizes& sizes) {
+  if (cfg.mix_sizes.empty()) return {double(sizes.payload), double(sizes.l2), double(sizes.l1)};
+  MeanFrame m;
+  double weights = 0;
+  for (size_t i = 0; i < cfg.mix_sizes.size(); ++i) {
+    const net::FrameSizes s = net::FrameSizes::for_payload(cfg.mix_sizes[i], cfg.ipv6);
+    const double w = cfg.mix_weights[i];
+    m.payload += w * s.payload;
+    m.l2 += w * s.l2;
+    m.l1 += w * s.l1;
+    weights += w;
+  }
+  return {m.payload / weights, m.l2 / weights, m.l1 / weights};
+}
+
+double rate_to_pps(const Config& cfg, const MeanFrame& mean) {
   const units::Rate& r = *cfg.rate;
   if (r.unit == units::RateUnit::pps) return r.value;
-  const uint32_t bytes = cfg.rate_layer == RateLayer::l1 ? sizes.l1 : cfg.rate_layer == RateLayer::l2 ? sizes.l2 : sizes.payload;
+  const double bytes = cfg.rate_layer == RateLayer::l1 ? mean.l1 : cfg.rate_layer == RateLayer::l2 ? mean.l2 : mean.payload;
   return r.value / (8.0 * bytes);
 }
 
@@ -112,6 +128,7 @@ Run set_up(const Config& cfg) {
   run.dst = drivers::make_address(cfg.dst, cfg.port);  // checked by parse_options
   run.sizes = net::FrameSizes::for_payload(cfg.size, cfg.ipv6);
   if (cfg.replay) run.sizes = replay_sizes(*cfg.replay);
+  run.mean = mean_frame(cfg, run.sizes);
   // A backend whose frames bypass the kernel (a DPDK port) has no path MTU: its own setup checks.
   const drivers::BackendDescriptor* asked = drivers::find_backend(cfg.backend);
   if (const uint32_t mtu = cfg.replay || (asked && asked->frames && !asked->kernel_interface) ? 0 : drivers::path_mtu(run.dst, cfg.device);
@@ -158,7 +175,7 @@ Run set_up(const Config& cfg) {
   if (auto link = run.backend->link()) run.link = *link;
   run.stamps = run.backend->stamp_source().value_or(engine_stamps());
 
-  if (cfg.rate) run.asked_pps = rate_to_pps(cfg, run.sizes);
+  if (cfg.rate) run.asked_pps = rate_to_pps(cfg, run.mean);
   // This run's sender id: the receiver tells runs from one address apart by it
   // (a restarted pktgen is a new sender, not a storm of duplicates).
   run.sender_id = draw_sender_id();
@@ -180,6 +197,10 @@ Run set_up(const Config& cfg) {
         ep.src_port = ports[f] ? ports[f] : static_cast<uint16_t>(40000 + f);
         flow.headers_len = static_cast<uint32_t>(net::build_udp_headers(flow.headers, ep, cfg.size));
         net::build_udp_headers(flow.end_headers, ep, end_len);
+        for (uint32_t payload : cfg.mix_sizes) {
+          flow.mix_headers.emplace_back();
+          net::build_udp_headers(flow.mix_headers.back().bytes, ep, payload);
+        }
       }
       plan.flows.push_back(flow);
     }
@@ -187,7 +208,8 @@ Run set_up(const Config& cfg) {
       plan.quota += cfg.count / ports.size() + (flow.stream < cfg.count % ports.size() ? 1 : 0);
     // The short form carries 48-bit sequences: a worker stops before any of
     // its streams could wrap (218 days at 14.88 Mpps).
-    if (!cfg.replay && wire::is_short_form(cfg.size) && (plan.quota == 0 || plan.quota >= wire::kShortSeqLimit))
+    const uint32_t smallest = cfg.mix_sizes.empty() ? cfg.size : *std::min_element(cfg.mix_sizes.begin(), cfg.mix_sizes.end());
+    if (!cfg.replay && wire::is_short_form(smallest) && (plan.quota == 0 || plan.quota >= wire::kShortSeqLimit))
       plan.quota = wire::kShortSeqLimit - 1;
     // A replay without --count or --duration sends the file once.
     if (cfg.replay && !cfg.count && !cfg.duration_ns) plan.quota = cfg.replay->size();
@@ -197,11 +219,13 @@ Run set_up(const Config& cfg) {
                          : pace::PacePlan::for_delay(cfg.burst, cfg.delay_ns);
     plan.payload = wire::PayloadPlan::make(cfg.size, wire::kHeaderBytes / 8, run.sender_id);
     plan.end_payload = wire::end_marker_plan(cfg.size, run.sender_id);
+    for (uint32_t payload : cfg.mix_sizes) plan.mix.push_back(wire::PayloadPlan::make(payload, wire::kHeaderBytes / 8, run.sender_id));
+    if (!cfg.mix_sizes.empty()) plan.mix_cycle = engine::size_mix_cycle(cfg.mix_weights);
     plan.end_body.delay_ns = cfg.delay_ns;
     plan.end_body.count = cfg.count;
     plan.end_body.burst = cfg.burst;
     plan.end_body.stream_count = run.streams;
-    plan.end_body.data_size = static_cast<uint16_t>(cfg.size);
+    plan.end_body.data_size = cfg.mix_sizes.empty() ? static_cast<uint16_t>(cfg.size) : 0;  // 0: no one size
     plan.end_markers = cfg.end_markers;
     plan.batch = cfg.batch;
     if (cfg.flows_random_seed) plan.flow_shuffle_seed = *cfg.flows_random_seed + i;  // each worker its own orders

@@ -26,9 +26,15 @@ struct Worker : engine::WorkerThread {
   engine::TxResult result;
 };
 
+// Bytes per packet at each layer, as a mean over a size mix's cycle.
+struct MeanFrame {
+  double payload = 0, l2 = 0, l1 = 0;
+};
+
 struct Run {
   drivers::SocketAddress dst;
-  net::FrameSizes sizes;
+  net::FrameSizes sizes;  // a size mix: its largest
+  MeanFrame mean;         // per packet: one size's, or a size mix's mean
   report::LinkInfo link;
   drivers::BackendChoice choice;
   topo::Placement placement;

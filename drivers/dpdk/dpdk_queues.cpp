@@ -26,7 +26,7 @@ std::atomic<uint16_t> tx_queue_generations{0};
 }
 
 DpdkTxQueue::DpdkTxQueue(const DpdkTxConfig& cfg) : port_(cfg.port), queue_(cfg.queue), pool_(cfg.pool) {
-  do generation_ = ++tx_queue_generations; while (generation_ == 0);
+  do generation_ = ++tx_queue_generations & 0xfff; while (generation_ == 0);
   const uint32_t capacity = rte_pktmbuf_data_room_size(pool_) - RTE_PKTMBUF_HEADROOM;
   if (capacity < cfg.max_frame_bytes)
     throw SetupError("DPDK mbufs hold " + std::to_string(capacity) + " B, frames need " +

@@ -86,8 +86,9 @@ class DpdkTxQueue {
       rte_mbuf* m = mbufs_[i];
       const uint32_t holds = m->hash.usr;  // written by commit()/cancel() when the mbuf was last ours
       slots_[i].data = static_cast<uint8_t*>(m->buf_addr) + m->data_off;
-      slots_[i].stale = (holds >> 16) != generation_ || (holds & 0xffff) == 0;
+      slots_[i].stale = (holds >> 20) != generation_ || (holds & 0xffff) == 0;
       slots_[i].flow = static_cast<uint16_t>((holds & 0xffff) - 1);
+      slots_[i].size_class = static_cast<uint8_t>((holds >> 16) & 0xf);
     }
     reserved_ = n;
     handed_ = 0;
@@ -125,19 +126,20 @@ class DpdkTxQueue {
   void flush();
 
  private:
-  // The tag: this queue's generation in the high half (an earlier queue on
-  // the same pool had other flows and lengths), flow + 1 in the low half; 0
-  // in the low half (also a fresh mbuf: the pool zeroes them) and end
-  // markers' frames hold no data headers.
+  // The tag: this queue's generation in the high 12 bits (an earlier queue
+  // on the same pool had other flows and lengths), the size class of a size
+  // mix in the next 4, flow + 1 in the low half; 0 in the low half (also a
+  // fresh mbuf: the pool zeroes them) and end markers' frames hold no data
+  // headers.
   uint32_t holds_tag(const engine::TxSlot& s) const {
-    return s.stale ? 0 : uint32_t{generation_} << 16 | (uint32_t{s.flow} + 1);
+    return s.stale ? 0 : uint32_t{generation_} << 20 | uint32_t{s.size_class & 0xfu} << 16 | (uint32_t{s.flow} + 1);
   }
 
   uint16_t port_ = 0;
   uint16_t queue_ = 0;
   rte_mempool* pool_ = nullptr;
   rte_mempool_cache* cache_ = nullptr;  // this lcore's: looked up once, not per batch (a TLS read in a shared library)
-  uint16_t generation_ = 0;  // never 0: see holds_tag()
+  uint16_t generation_ = 0;  // 1..4095, never 0: see holds_tag()
   uint32_t reserved_ = 0;  // mbufs the last reserve() took from the pool
   uint32_t handed_ = 0;    // of those, how many went to the PMD (the rest are still ours)
   std::array<rte_mbuf*, kMaxBatch> mbufs_{};

@@ -144,6 +144,7 @@ extern const BackendDescriptor xdp_backend = {
     .rx_one_reader = true,
     .rx_layers = true,
     .rx_drops_in_xdp = true,
+    .one_size = true,  // the in-kernel generator copies one template frame per run
 };
 
 }  // namespace rateline::drivers

@@ -37,6 +37,7 @@ struct TxSlot {
   uint32_t len = 0;      // set by the engine
   uint16_t flow = 0;     // index of the flow (source port) the slot goes out on
   bool stale = true;     // true: headers must be (re)written; false: the template is still there
+  uint8_t size_class = 0;  // a size mix: whose lengths the headers in the slot carry
 };
 
 struct CommitResult {

@@ -24,6 +24,7 @@
 
 #include "engine/flow_schedule.hpp"
 #include "engine/queue.hpp"
+#include "engine/size_mix.hpp"
 #include "engine/tx_plan.hpp"
 #include "net/frame.hpp"
 #include "stats/counters.hpp"
@@ -77,22 +78,40 @@ inline void finish_frame(TxSlot& s, const TxFlow& f, uint32_t payload_len, bool 
   }
 }
 
-// A data frame's UDP checksum from the flow's header sum and the payload
-// sum its writer kept, so the payload is not read a second time. The sum
-// matches net::ones_sum's native loads on little-endian hosts only; big-endian
-// ones re-read the payload.
+// A data frame's UDP checksum from its headers' sum and the payload sum its
+// writer kept, so the payload is not read a second time. The sum matches
+// net::ones_sum's native loads on little-endian hosts only; big-endian ones
+// re-read the payload.
 template <TxQueue Q>
-inline void finish_data_frame(TxSlot& s, const TxFlow& f, uint32_t payload_len, bool ipv6,
+inline void finish_data_frame(TxSlot& s, uint32_t headers_len, uint64_t headers_sum, uint32_t payload_len, bool ipv6,
                               const wire::PayloadSums& sums) {
   if constexpr (Q::kLayer == Layer::ethernet) {
-    s.len = f.headers_len + payload_len;
+    s.len = headers_len + payload_len;
     if constexpr (std::endian::native == std::endian::little) {
-      net::udp_store_checksum(s.data, f.headers_len, f.udp_sum, sums.ones);
+      net::udp_store_checksum(s.data, headers_len, headers_sum, sums.ones);
     } else {
       net::udp_finish_checksum({s.data, s.len}, ipv6);
     }
   } else {
     s.len = payload_len;
+  }
+}
+
+// A size mix's data payload: as data_payload, but the headers also carry the
+// packet's lengths, so a slot that last held another size class gets them.
+template <TxQueue Q>
+inline uint8_t* mix_data_payload(TxSlot& s, const TxFlow& f, uint8_t size_class) {
+  if constexpr (Q::kLayer == Layer::ethernet) {
+    if (s.stale || s.flow != f.queue_flow || s.size_class != size_class) {
+      std::memcpy(s.data, f.mix_headers[size_class].bytes.data(), f.headers_len);
+      s.stale = false;
+      s.size_class = size_class;
+    }
+    s.flow = f.queue_flow;
+    return s.data + f.headers_len;
+  } else {
+    s.flow = f.queue_flow;
+    return s.data;
   }
 }
 
@@ -127,8 +146,19 @@ inline uint32_t commit_all(Q& q, std::span<TxSlot> slots, stats::TxCounters& c, 
   return done;
 }
 
+// The batch's one send stamp and how long the batch took to write after it
+// (the stamp's lead on the hand-off): the largest and their sum.
+struct StampLead {
+  uint64_t max_ns = 0, sum_ns = 0, batches = 0;
+  void add(uint64_t lead_ns) {
+    max_ns = std::max(max_ns, lead_ns);
+    sum_ns += lead_ns;
+    ++batches;
+  }
+};
+
 // What fills the batches of the burst loop below: the engine's own data
-// packets (DataSource), or a capture's frames (ReplaySource).
+// packets (DataSource, MixDataSource), or a capture's frames (ReplaySource).
 // Per batch: the most slots it wants now (limit), fill them in place, then
 // learn how many the backend took (took: returns their payload bytes).
 template <TxQueue Q>
@@ -137,10 +167,7 @@ struct DataSource {
   FlowSchedule& schedule;
   StampClock& stamps;
   TxFlow* f = nullptr;
-
-  // The batch's one send stamp and how long the batch took to write after it
-  // (the stamp's lead on the hand-off): the largest and their sum.
-  uint64_t lead_max_ns = 0, lead_sum_ns = 0, batches = 0;
+  StampLead lead;
 
   uint64_t limit() const { return schedule.run_left(); }
   void fill(std::span<TxSlot> slots) {
@@ -150,17 +177,60 @@ struct DataSource {
     for (TxSlot& s : slots) {
       const wire::PayloadSums sums =
           wire::fill_data_payload(data_payload<Q>(s, *f), plan.payload, f->stream, seq++, batch_stamp);
-      finish_data_frame<Q>(s, *f, plan.payload.len, plan.ipv6, sums);
+      finish_data_frame<Q>(s, f->headers_len, f->udp_sum, plan.payload.len, plan.ipv6, sums);
     }
-    const uint64_t lead = stamps.now() - batch_stamp;
-    lead_max_ns = std::max(lead_max_ns, lead);
-    lead_sum_ns += lead;
-    ++batches;
+    lead.add(stamps.now() - batch_stamp);
   }
   uint64_t took(uint32_t taken) {
     f->next_seq += taken;  // cancelled slots give their sequence numbers back: no false gap
     schedule.advance(taken);
     return uint64_t{taken} * plan.payload.len;
+  }
+};
+
+// Data packets of a size mix: as DataSource, each packet the size its place
+// in plan.mix_cycle names. The place moves on by what the backend took, as
+// the sequence does, so the sizes sent follow the cycle exactly.
+template <TxQueue Q>
+struct MixDataSource {
+  TxPlan& plan;
+  FlowSchedule& schedule;
+  StampClock& stamps;
+  TxFlow* f = nullptr;
+  StampLead lead;
+  uint32_t cycle_at = 0;                // the next packet's place in the cycle
+  std::vector<uint64_t> class_packets;  // sent per size class
+
+  uint64_t limit() const { return schedule.run_left(); }
+  void fill(std::span<TxSlot> slots) {
+    f = &plan.flows[schedule.flow()];
+    uint64_t seq = f->next_seq;
+    uint32_t at = cycle_at;
+    const uint32_t cycle = static_cast<uint32_t>(plan.mix_cycle.size());
+    const uint64_t batch_stamp = stamps.stamp();
+    for (TxSlot& s : slots) {
+      const uint8_t k = plan.mix_cycle[at];
+      if (++at == cycle) at = 0;
+      const wire::PayloadPlan& pl = plan.mix[k];
+      const wire::PayloadSums sums =
+          wire::fill_data_payload(mix_data_payload<Q>(s, *f, k), pl, f->stream, seq++, batch_stamp);
+      const uint64_t headers_sum = Q::kLayer == Layer::ethernet ? f->mix_headers[k].udp_sum : 0;
+      finish_data_frame<Q>(s, f->headers_len, headers_sum, pl.len, plan.ipv6, sums);
+    }
+    lead.add(stamps.now() - batch_stamp);
+  }
+  uint64_t took(uint32_t taken) {
+    f->next_seq += taken;
+    schedule.advance(taken);
+    uint64_t bytes = 0;
+    const uint32_t cycle = static_cast<uint32_t>(plan.mix_cycle.size());
+    for (uint32_t i = 0; i < taken; ++i) {
+      const uint8_t k = plan.mix_cycle[cycle_at];
+      if (++cycle_at == cycle) cycle_at = 0;
+      ++class_packets[k];
+      bytes += plan.mix[k].len;
+    }
+    return bytes;
   }
 };
 
@@ -285,13 +355,26 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
   TxResult result;
   pace::Pacer pacer(plan.pace);
   StampClock stamps;  // one send stamp per batch (util/stamp_clock.hpp)
+  detail::StampLead lead;
   if constexpr (Q::kLayer == Layer::ethernet) {
     for (TxFlow& f : plan.flows) f.udp_sum = net::udp_headers_sum({f.headers.data(), f.headers_len}, plan.ipv6);
   }
   // Turns of one batch per flow, carried across bursts (engine/flow_schedule.hpp).
   FlowSchedule schedule(static_cast<uint32_t>(plan.flows.size()), plan.batch, plan.quota, plan.flow_shuffle_seed);
-  detail::DataSource<Q> data{plan, schedule, stamps};
-  detail::send_bursts(q, plan, data, stamps, pacer, c, result, snapshots, stop);
+  if (plan.mix.empty()) {
+    detail::DataSource<Q> data{plan, schedule, stamps, nullptr, {}};
+    detail::send_bursts(q, plan, data, stamps, pacer, c, result, snapshots, stop);
+    lead = data.lead;
+  } else {
+    if constexpr (Q::kLayer == Layer::ethernet) {
+      for (TxFlow& f : plan.flows)
+        for (TxFlow::SizedHeaders& h : f.mix_headers) h.udp_sum = net::udp_headers_sum({h.bytes.data(), f.headers_len}, plan.ipv6);
+    }
+    detail::MixDataSource<Q> data{plan, schedule, stamps, nullptr, {}, 0, std::vector<uint64_t>(plan.mix.size(), 0)};
+    detail::send_bursts(q, plan, data, stamps, pacer, c, result, snapshots, stop);
+    lead = data.lead;
+    result.mix_packets = std::move(data.class_packets);
+  }
 
   // End markers: a few copies per stream, spaced, so the receiver learns the
   // exact total even when its queue was full at the end of the data.
@@ -318,9 +401,9 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
   detail::publish(snapshots, c, pacer, now_ns(), true);
   result.counters = c;
   result.stamp_clock_breaks = stamps.rate_breaks();
-  result.stamp_lead_max_ns = data.lead_max_ns;
-  result.stamp_lead_sum_ns = data.lead_sum_ns;
-  result.stamped_batches = data.batches;
+  result.stamp_lead_max_ns = lead.max_ns;
+  result.stamp_lead_sum_ns = lead.sum_ns;
+  result.stamped_batches = lead.batches;
   result.flows = std::move(plan.flows);
   return result;
 }

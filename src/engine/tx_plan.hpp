@@ -25,13 +25,25 @@ struct TxFlow {
   std::array<uint8_t, 64> end_headers{};  // same, for the end markers' length
   uint32_t headers_len = 0;
   uint64_t udp_sum = 0;  // net::udp_headers_sum of `headers`, set by run_tx
+  // A size mix (TxPlan::mix), Ethernet-layer backends: the same headers for
+  // each size class's lengths, and their sums (set by run_tx).
+  struct SizedHeaders {
+    std::array<uint8_t, 64> bytes{};
+    uint64_t udp_sum = 0;
+  };
+  std::vector<SizedHeaders> mix_headers;
 };
 
 struct TxPlan {
   uint64_t quota = 0;          // data packets for this worker; 0 = until duration/stop
   uint64_t duration_ns = 0;    // 0 = no time limit
   pace::PacePlan pace;
-  wire::PayloadPlan payload;
+  wire::PayloadPlan payload;  // a size mix: its largest size (backends size their buffers by it)
+  // A size mix (pktgen --size a,b,c --weights): one payload plan per size
+  // class, and the cycle of classes the packets follow (engine/size_mix.hpp).
+  // Empty: every data packet is `payload`.
+  std::vector<wire::PayloadPlan> mix;
+  std::vector<uint8_t> mix_cycle;
   wire::PayloadPlan end_payload;
   wire::EndMarkerBody end_body;  // total_sent filled per stream at the end
   uint32_t end_markers = 3;      // copies per stream, spaced so one survives a full receive queue
@@ -57,6 +69,7 @@ struct TxResult {
   uint64_t stamp_lead_max_ns = 0;
   uint64_t stamp_lead_sum_ns = 0;  // over stamped_batches: the mean lead
   uint64_t stamped_batches = 0;
+  std::vector<uint64_t> mix_packets;  // a size mix: data packets sent per size class
 };
 
 }  // namespace rateline::engine

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -9,6 +10,7 @@
 
 #include "net/frame.hpp"
 #include "report/rates.hpp"
+#include "wire/test_payload.hpp"
 
 namespace rateline::report {
 
@@ -159,8 +161,7 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
   }
   s.seconds = last > first ? static_cast<double>(last - first) / 1e9 : 0.0;
   if (any_end) {
-    s.settings = settings_text(any_end->burst, any_end->delay_ns, any_end->count,
-                               any_end->data_size ? any_end->data_size : s.payload_len);
+    s.settings = settings_text(any_end->burst, any_end->delay_ns, any_end->count, any_end->data_size);  // 0: a size mix
   } else {
     s.settings = "?-?-" + (expect ? std::to_string(expect) : std::string("?")) + "-" +
                  (s.payload_len ? std::to_string(s.payload_len) : std::string("?"));
@@ -168,9 +169,20 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
   return s;
 }
 
+namespace {
+// The received packets' rates at the mean payload of every data arrival:
+// exactly packets x size when the sender sent one size, and right for a
+// size mix too (pktgen --size a,b,c).
+Rates received_rates(const RxSummary& s, bool ipv6) {
+  if (!s.totals.data) return rates_for(s.unique, net::FrameSizes::for_payload(s.payload_len, ipv6), s.seconds);
+  const double mean_payload = static_cast<double>(s.totals.payload_bytes) / static_cast<double>(s.totals.data);
+  const auto bytes = static_cast<uint64_t>(std::llround(mean_payload * static_cast<double>(s.unique)));
+  return rates_for_bytes(s.unique, bytes, net::FrameSizes::for_payload(wire::kMinPayloadBytes, ipv6), s.seconds);
+}
+}  // namespace
+
 std::string format_table(const RxSummary& s, bool ipv6) {
-  const net::FrameSizes sizes = net::FrameSizes::for_payload(s.payload_len, ipv6);
-  const Rates r = rates_for(s.unique, sizes, s.seconds);
+  const Rates r = received_rates(s, ipv6);
   std::string out;
   char line[512];
   std::snprintf(line, sizeof line, "%-22s %10s %10s %20s %12s %12s %12s\n", "Settings(b,t,n,s)", "Time", "Lost",
@@ -243,8 +255,7 @@ std::string format_table(const RxSummary& s, bool ipv6) {
 }
 
 nlohmann::json to_json(const RxSummary& s, bool ipv6) {
-  const net::FrameSizes sizes = net::FrameSizes::for_payload(s.payload_len, ipv6);
-  const Rates r = rates_for(s.unique, sizes, s.seconds);
+  const Rates r = received_rates(s, ipv6);
   auto latency = [](const stats::LatencyHistogram& h) -> nlohmann::json {
     if (!h.samples()) return nullptr;
     return {{"samples", h.samples()}, {"min", h.min()}, {"p50", h.quantile(0.5)}, {"p90", h.quantile(0.9)},

@@ -193,3 +193,63 @@ class Checks:
     def done(self):
         print(f"{self.name}: {self.passed} checks passed, {self.failed} failed")
         sys.exit(1 if self.failed else 0)
+
+
+# ---- Pairs across a lab's veth: one backend's arguments on each side ----
+
+def rx_args(lab, backend, json_path, extra=()):
+    """rx's arguments to receive on the lab's side b with `backend` (dpdk: net_af_packet on the veth)."""
+    if backend == "dpdk":
+        return ["--backend", "dpdk", "--cores", "1", "--json", json_path, "--quiet", *extra, "--", "--no-pci",
+                f"--vdev=net_af_packet0,iface={lab.if_b},framecnt=16384,blocksz=65536", "--log-level=*:error"]
+    dev = ["--device", lab.if_b] if backend not in ("socket", "uring") else []
+    return ["--backend", backend, *dev, "--json", json_path, "--quiet", *extra]
+
+
+def tx_args(lab, backend, mac_b):
+    if backend == "dpdk":
+        return ["--backend", "dpdk", "--cores", "0", "--dst-mac", mac_b]
+    return ["--backend", backend] + (["--dst-mac", mac_b] if backend not in ("socket", "uring") else [])
+
+
+def tx_eal(lab, backend):
+    return ["--", "--no-pci", f"--vdev=net_af_packet0,iface={lab.if_a}", "--log-level=*:error"] if backend == "dpdk" else []
+
+
+def capture(lab, pcap):
+    """tcpdump on side b's veth (UDP port 9000) into pcap; stop it with SIGINT."""
+    cap = subprocess.Popen(["ip", "netns", "exec", lab.ns_b, "tcpdump", "-n", "-U", "-s", "0", "-B", "16384", "-i", lab.if_b,
+                            "-w", pcap, "udp", "port", "9000"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True)
+    lab.procs.append(cap)
+    cap.stderr.readline()  # "listening on ..."
+    return cap
+
+
+def tshark_rows(pcap, fields, extra=()):
+    out = sh("tshark", "-r", pcap, "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE", *extra,
+             "-T", "fields", *[a for f in fields for a in ("-e", f)], capture=True, timeout=120)
+    return [line.split("\t") for line in out.splitlines() if line.strip()]
+
+
+def run_pair(lab, c, tmp, tx_b, rx_b, mac_b, tx_extra, tag):
+    """pktgen (tx_b, in side a) -> rx (rx_b, side b) with tx_extra added; checks both exit 0.
+
+    Returns (pktgen's result, rx's result, packets side b's veth counted)."""
+    name = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in tag)
+    rx_json = os.path.join(tmp, f"rx-{name}.json")
+    tx_json = os.path.join(tmp, f"tx-{name}.json")
+    rx = start_rx(lab, rx_args(lab, rx_b, rx_json), ready_timeout=30)
+    before = lab.counter("b", "rx_packets")
+    tx = subprocess.run(["ip", "netns", "exec", lab.ns_a, PKTGEN, *tx_args(lab, tx_b, mac_b), "--dst", lab.ip_b,
+                         *tx_extra, "--quiet", "--json", tx_json, *tx_eal(lab, tx_b)],
+                        capture_output=True, text=True, timeout=90)
+    c.eq(f"{tag}: pktgen exit code", tx.returncode, 0)
+    if tx.returncode:
+        print(tx.stderr[-1200:])
+    rc, out, err = finish(rx, timeout=60)
+    c.eq(f"{tag}: rx exit code", rc, 0)
+    if rc:
+        print(err[-1200:])
+    delta = lab.counter("b", "rx_packets") - before
+    return result_record(tx_json, "pktgen"), result_record(rx_json, "rx"), delta

@@ -30,7 +30,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import PKTGEN, RX, Checks, Lab, finish, hugepages_free, json_records, result_record, sh, start_rx
+from netlab import (PKTGEN, RX, Checks, Lab, capture, finish, hugepages_free, json_records, result_record, run_pair, rx_args, sh,
+                    start_rx, tshark_rows)
 from inject_frames import frame, payload, short_payload, write_pcap
 
 CEILING = os.environ.get("CEILING", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(PKTGEN))), "tools",
@@ -41,43 +42,10 @@ SIZE = 18
 c = Checks("short_frames")
 
 
-def rx_args(lab, backend, json_path, extra=()):
-    if backend == "dpdk":
-        return ["--backend", "dpdk", "--cores", "1", "--json", json_path, "--quiet", *extra, "--", "--no-pci",
-                f"--vdev=net_af_packet0,iface={lab.if_b},framecnt=16384,blocksz=65536", "--log-level=*:error"]
-    dev = ["--device", lab.if_b] if backend not in ("socket", "uring") else []
-    return ["--backend", backend, *dev, "--json", json_path, "--quiet", *extra]
-
-
-def tx_args(lab, backend, mac_b):
-    if backend == "dpdk":
-        return ["--backend", "dpdk", "--cores", "0", "--dst-mac", mac_b]
-    return ["--backend", backend] + (["--dst-mac", mac_b] if backend not in ("socket", "uring") else [])
-
-
-def tx_eal(lab, backend):
-    return ["--", "--no-pci", f"--vdev=net_af_packet0,iface={lab.if_a}", "--log-level=*:error"] if backend == "dpdk" else []
-
-
 def pair(lab, tmp, tx_b, rx_b, mac_b, rate="30k"):
     tag = f"{tx_b}->{rx_b}"
-    rx_json = os.path.join(tmp, f"rx-{tx_b}-{rx_b}.json")
-    tx_json = os.path.join(tmp, f"tx-{tx_b}-{rx_b}.json")
-    rx = start_rx(lab, rx_args(lab, rx_b, rx_json), ready_timeout=30)
-    before = lab.counter("b", "rx_packets")
-    tx = subprocess.run(["ip", "netns", "exec", lab.ns_a, PKTGEN, *tx_args(lab, tx_b, mac_b), "--dst", lab.ip_b,
-                         "--count", str(N), "--rate", rate, "--size", str(SIZE), "--quiet", "--json", tx_json,
-                         *tx_eal(lab, tx_b)], capture_output=True, text=True, timeout=90)
-    c.eq(f"{tag}: pktgen exit code", tx.returncode, 0)
-    if tx.returncode:
-        print(tx.stderr[-1200:])
-    rc, out, err = finish(rx, timeout=60)
-    c.eq(f"{tag}: rx exit code", rc, 0)
-    if rc:
-        print(err[-1200:])
-    r = result_record(rx_json, "rx")
-    delta = lab.counter("b", "rx_packets") - before
-    t = result_record(tx_json, "pktgen")
+    t, r, delta = run_pair(lab, c, tmp, tx_b, rx_b, mac_b, ["--count", str(N), "--rate", rate, "--size", str(SIZE)],
+                           tag)
     c.eq(f"{tag}: pktgen sent", t["sent"], N)
     c.true(f"{tag}: pktgen's stamp lead, 0 < mean <= max", t["stamp_lead_mean_ns"] is not None and
            0 < t["stamp_lead_mean_ns"] <= t["stamp_lead_max_ns"], f"{t['stamp_lead_mean_ns']} {t['stamp_lead_max_ns']}")
@@ -88,21 +56,6 @@ def pair(lab, tmp, tx_b, rx_b, mac_b, rate="30k"):
     c.eq(f"{tag}: payload length", r["payload_len"], SIZE)
     c.eq(f"{tag}: veth rx_packets delta == received + end markers", delta, r["received"] + r["end_markers"])
     return r
-
-
-def capture(lab, pcap):
-    cap = subprocess.Popen(["ip", "netns", "exec", lab.ns_b, "tcpdump", "-n", "-U", "-s", "0", "-B", "16384", "-i", lab.if_b,
-                            "-w", pcap, "udp", "port", "9000"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           text=True)
-    lab.procs.append(cap)
-    cap.stderr.readline()  # "listening on ..."
-    return cap
-
-
-def tshark_rows(pcap, fields, extra=()):
-    out = sh("tshark", "-r", pcap, "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE", *extra,
-             "-T", "fields", *[a for f in fields for a in ("-e", f)], capture=True, timeout=120)
-    return [line.split("\t") for line in out.splitlines() if line.strip()]
 
 
 def replay_capture(lab, tmp, mac_a, mac_b):

@@ -19,6 +19,7 @@
 
 #include "engine/queue.hpp"
 #include "engine/rx_loop.hpp"
+#include "engine/size_mix.hpp"
 #include "engine/tx_loop.hpp"
 #include "net/frame.hpp"
 #include "report/rx_summary.hpp"
@@ -759,6 +760,81 @@ TEST(RunTxEthernetFlows, EndMarkersLongerThanDataPayloadHaveTheirOwnLengths) {
   const auto rx = receive<Layer::ethernet>(delivered(run));
   EXPECT_EQ(rx.counters.end_markers, 3u);
   EXPECT_EQ(rx.counters.malformed, 0u);
+}
+
+// A size mix (pktgen --size 18,100,1000 --weights 1,2,3): through partial,
+// refused and failed commits and on reused slots, the k-th data packet taken
+// has the size the cycle names at k (a failed one too: it was sent, the OS
+// refused it), its lengths and UDP checksum are right for that size, and
+// the receiver takes every one that was delivered.
+template <Layer L>
+void check_size_mix(bool ipv6) {
+  const std::vector<uint32_t> sizes{18, 100, 1000};
+  const std::vector<uint8_t> cycle = engine::size_mix_cycle({1, 2, 3});
+  Config c{2, ipv6, 1000, 999};
+  engine::TxPlan plan = make_plan<L>(c);
+  for (uint32_t s : sizes) plan.mix.push_back(wire::PayloadPlan::make(s));
+  plan.mix_cycle = cycle;
+  plan.end_body.data_size = 0;
+  for (uint16_t f = 0; f < c.flows; ++f)
+    for (uint32_t s : sizes) {
+      plan.flows[f].mix_headers.emplace_back();
+      if constexpr (L == Layer::ethernet) net::build_udp_headers(plan.flows[f].mix_headers.back().bytes, endpoints(ipv6, f), s);
+    }
+  const auto run = transmit<L>(plan, pushy({5, 250, 251, 777}));
+  const auto& r = run.result;
+  EXPECT_EQ(r.counters.packets, c.quota);
+  EXPECT_EQ(r.counters.failed, 4u);
+  std::vector<uint64_t> want(sizes.size(), 0);
+  uint64_t bytes = 0, k = 0, wrong_size = 0, bad = 0;
+  for (const TxRecord& rec : run.q->log) {
+    net::ParsedUdp parsed;
+    const auto pl = payload_of<L>(rec.bytes, &parsed);
+    const wire::Decoded d = decode(pl);
+    if (d.verdict == wire::Verdict::end) continue;
+    if (d.verdict != wire::Verdict::data) ++bad;
+    if constexpr (L == Layer::ethernet) {
+      if (!net::udp_checksums_ok(rec.bytes, parsed)) ++bad;
+    }
+    const uint8_t cls = cycle[k++ % cycle.size()];
+    ++want[cls];
+    bytes += sizes[cls];
+    if (pl.size() != sizes[cls]) ++wrong_size;
+  }
+  EXPECT_EQ(k, c.quota);
+  EXPECT_EQ(bad, 0u) << "data frames that do not decode or whose UDP checksum is wrong";
+  EXPECT_EQ(wrong_size, 0u) << "data packets whose size is not the one the cycle names";
+  EXPECT_EQ(r.mix_packets, want);
+  EXPECT_EQ(r.counters.payload_bytes, bytes);
+  const auto rx = receive<L>(delivered(run));
+  EXPECT_EQ(rx.counters.data, c.quota - 4);
+  EXPECT_EQ(rx.counters.corrupt + rx.counters.malformed, 0u);
+}
+
+TEST(RunTxSizeMix, UdpPayloadSizesFollowTheCycle) { check_size_mix<Layer::udp_payload>(false); }
+TEST(RunTxSizeMix, EthernetSizesFollowTheCycleWithTheirOwnHeaders) { check_size_mix<Layer::ethernet>(false); }
+TEST(RunTxSizeMix, EthernetIpv6) { check_size_mix<Layer::ethernet>(true); }
+
+// The cycle: each size's share exact over one cycle, spread so that no size
+// waits longer than its share allows, ties to the size listed first.
+TEST(SizeMixCycle, WeightsExactPerCycleAndInterleaved) {
+  const std::vector<uint8_t> imix = engine::size_mix_cycle({7, 4, 1});
+  EXPECT_EQ(imix, (std::vector<uint8_t>{0, 1, 0, 0, 1, 0, 2, 0, 1, 0, 1, 0}));
+  const std::vector<uint32_t> weights{5, 1, 30, 2};
+  const std::vector<uint8_t> cycle = engine::size_mix_cycle(weights);
+  ASSERT_EQ(cycle.size(), 38u);
+  for (uint8_t k = 0; k < weights.size(); ++k) {
+    EXPECT_EQ(static_cast<uint32_t>(std::count(cycle.begin(), cycle.end(), k)), weights[k]) << "size " << int{k};
+    // Any window of the cycle (wrapping) holds size k within two packets of its share.
+    for (size_t start = 0; start < cycle.size(); ++start)
+      for (size_t len = 1; len <= cycle.size(); ++len) {
+        size_t n = 0;
+        for (size_t i = 0; i < len; ++i) n += cycle[(start + i) % cycle.size()] == k;
+        const double share = static_cast<double>(len) * weights[k] / 38.0;
+        EXPECT_LT(std::abs(static_cast<double>(n) - share), 2.0) << "size " << int{k} << " window " << start << "+" << len;
+      }
+  }
+  EXPECT_EQ(engine::size_mix_cycle({1, 1}), (std::vector<uint8_t>{0, 1}));
 }
 
 }  // namespace
