@@ -9,6 +9,7 @@ RATELINE_PACKAGES=(
   libclang-rt-dev  # clang's libFuzzer/ASan/UBSan runtimes, matching the default clang (tools/check.d/20-fuzz)
   librsvg2-bin     # rsvg-convert: tests/integration/test_ceiling.py renders ceiling's SVG plot
   fio xfsprogs btrfs-progs e2fsprogs dosfstools  # tools/blocktest --fs, bench/blocktest (librsvg2-bin renders its SVG)
+  libsodium-dev  # ceiling --serve/--remote --key-file: the agent's HMAC challenge-response
   ccache  # meson picks it up: a second tools/check on this machine compiles only what changed
 )
 
