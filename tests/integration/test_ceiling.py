@@ -262,12 +262,16 @@ def throttled_receiver(c, tmp):
 
         # ceiling across the TCP control channel, receiver agent in its own namespace.
         # --rx-test-slow-us reaches this agent as slow_us, a test aid it takes only when told to.
+        # An agent on a non-loopback address takes only clients that hold its key.
+        key = os.path.join(tmp, "agent.key")
+        c.eq("ceiling --make-key", subprocess.run([CEILING, "--make-key", key], capture_output=True).returncode, 0)
         srv = lab.spawn(lab.ns_b, [CEILING, "--serve", f"{lab.ip_b}:7710", "--rx-bind", lab.ip_b, "--rx", RX,
-                                   "--serve-allow-test-aids"])
+                                   "--serve-allow-test-aids", "--key-file", key])
         time.sleep(0.5)
         j = os.path.join(tmp, "remote.json")
         t0 = time.time()
         p = subprocess.run(["ip", "netns", "exec", lab.ns_a, CEILING, "--remote", f"{lab.ip_b}:7710", "--dst", lab.ip_b,
+                            "--key-file", key,
                             "--frame-sizes", "none", "--size", "1400", "--trial", "0.5s", "--max-trials", "16",
                             "--resolution", "5%",
                             # A 16 KB buffer rides out a 4 ms stall of this VM at most: a rate

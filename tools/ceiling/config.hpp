@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "auth.hpp"
 #include "limits.hpp"
 #include "search.hpp"
 #include "util/units.hpp"
@@ -73,6 +74,9 @@ struct Config {
   uint64_t serve_idle_ns = 10'000'000'000ull;      // --serve: drop a client silent this long between trials
   uint64_t serve_session_ns = 600'000'000'000ull;  // --serve: close a session this old
   std::string serve_dpdk_device;    // --serve: the one device backend=dpdk may use (rx --device)
+  uint32_t serve_max_clients = 8;   // --serve: connections held at once (handshakes plus the session)
+  std::optional<auth::Key> key;     // --key-file: --serve asks clients to prove they hold it; --remote proves it
+  std::string key_file;             // its path, for messages
   std::string shape;                // local: qdisc spec on the sender's veth ("tbf rate 20mbit burst 32kbit latency 50ms")
   std::string lab_rx_ns;            // lab_child: the receiver namespace
   std::string lab_peer_device;      // lab_child: the receiver's veth

@@ -107,11 +107,32 @@ std::string err_text(const proto::Message& m) {
 
 }  // namespace
 
-void ReceiverLink::hello() {
+void ReceiverLink::hello(const std::optional<auth::Key>& key) {
   send_line("HELLO version=" + std::to_string(proto::kVersion));
   auto m = read_reply(10 * kNsPerSec);
   if (!m) throw LinkError(describe_ + " did not answer HELLO within 10 s");
+  if (m->verb == "CHALLENGE") {
+    if (!key)
+      throw LinkError(describe_ + " asks for a key: give --key-file with the file its --key-file names");
+    const std::string* nonce_hex = m->get("nonce");
+    auth::Nonce agent_nonce{};
+    if (!nonce_hex || !auth::parse_hex(*nonce_hex, agent_nonce.data(), agent_nonce.size()))
+      throw LinkError(describe_ + " sent a challenge without a 32-byte nonce");
+    const auth::Nonce client_nonce = auth::fresh_nonce();
+    send_line("AUTH nonce=" + auth::to_hex(client_nonce.data(), client_nonce.size()) +
+              " mac=" + auth::proof(*key, auth::Role::client, agent_nonce, client_nonce));
+    m = read_reply(10 * kNsPerSec);
+    if (!m) throw LinkError(describe_ + " did not answer AUTH within 10 s");
+    if (m->verb != "OK") throw LinkError(describe_ + " refused us: " + err_text(*m));
+    const std::string* mac = m->get("mac");
+    // Mutual: a receiver that cannot prove it holds the key is not the one we meant (or not one we trust).
+    if (!mac || !auth::verify(*key, auth::Role::agent, agent_nonce, client_nonce, *mac))
+      throw LinkError(describe_ + " did not prove it holds our key (another key file there?): not using it");
+    return;
+  }
   if (m->verb != "OK") throw LinkError(describe_ + " refused HELLO: " + err_text(*m));
+  if (key)
+    throw LinkError(describe_ + " does not authenticate (it runs without --key-file): not using it with --key-file");
 }
 
 void ReceiverLink::start(const proto::TrialRequest& t, uint64_t timeout_ns) {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "auth.hpp"
 #include "process.hpp"
 #include "protocol.hpp"
 
@@ -29,7 +30,9 @@ class ReceiverLink {
   ReceiverLink(const ReceiverLink&) = delete;
   ReceiverLink& operator=(const ReceiverLink&) = delete;
 
-  void hello();
+  // HELLO, and with a key the challenge-response (auth.hpp): this end proves it holds the key, and the
+  // receiver must prove it too. Throws LinkError saying which side lacks the key or has another one.
+  void hello(const std::optional<auth::Key>& key);
   // Starts trial t; returns once its rx listens. Throws LinkError.
   void start(const proto::TrialRequest& t, uint64_t timeout_ns);
   // rx's result record for trial `id`. Sends STOP after stop_after_ns, throws LinkError after timeout_ns.

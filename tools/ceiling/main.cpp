@@ -94,7 +94,7 @@ int run_sender(const Config& given) {
     info.mode = "remote (control " + cfg.remote + ", test traffic to " + cfg.dst + ")";
     info.sender_device = cfg.device.empty() ? device_towards(cfg.dst) : cfg.device;
   }
-  link->hello();
+  link->hello(cfg.mode == Mode::remote ? cfg.key : std::nullopt);
   info.link = report::link_info(info.sender_device);
   json.write({{"type", "start"}, {"tool", "ceiling"}, {"mode", info.mode}, {"dst", cfg.dst}, {"port", cfg.port},
               {"sender_device", info.sender_device}, {"link", info.link.text()},
@@ -249,6 +249,8 @@ int main(int argc, char** argv) {
           s.dpdk_device = cfg.serve_dpdk_device;
           s.idle_ns = cfg.serve_idle_ns;
           s.session_ns = cfg.serve_session_ns;
+          s.key = cfg.key;
+          s.max_clients = cfg.serve_max_clients;
         } else {
           s.idle_ns = 600 * kNsPerSec;  // the lab's own agent: hang up only on a sender gone quiet for good
         }

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "auth.hpp"
 #include "config.hpp"
 #include "net/frame.hpp"
 #include "process.hpp"
@@ -84,18 +85,23 @@ int parse_options(int argc, char** argv, Config& cfg) {
       "size (RFC 2544 26.1), and the longest back-to-back burst (26.4), with a drop ledger per trial.\n"
       "Modes: (default) local lab: both ends in network namespaces made here;\n"
       "       --remote HOST:PORT --dst ADDR: send from here to a receiver running `ceiling --serve PORT`;\n"
-      "       --serve [ADDR:]PORT: the receiver's agent (runs one rx per trial).",
+      "       --serve [ADDR:]PORT: the receiver's agent (runs one rx per trial; binds 127.0.0.1 unless given ADDR,\n"
+      "       and any other address needs --key-file on both ends: make one with `ceiling --make-key FILE`).",
       "ceiling"};
   std::string remote, listen, trial = "2s", resolution = "1%", pdr = "0.5%", max_rate, min_rate = "10", rate_layer = "l1";
   std::string burst = "auto", tests = "throughput,back-to-back", b2b_max = "65536", b2b_repeats = "5", b2b_gap = "100ms";
   std::string drain = "1s", max_trials = "20", rx_rcvbuf, rate_trials = "1", exceed_ratio = "0";
   std::string min_ndr, serve_idle = "10s", serve_session = "600s", max_threads = "4", max_rcvbuf = "64M",
-              ports = "9000-9099", max_trial = "60s";
+              ports = "9000-9099", max_trial = "60s", max_clients = "8", make_key;
   std::vector<std::string> frame_sizes_in, sizes_in;
   bool serve_stdio = false, lab_child = false;
 
   app.add_option("--remote", remote, "send from here to HOST:PORT, a receiver running `ceiling --serve PORT`");
   app.add_option("--serve", listen, "be the receiver's agent on TCP [ADDR:]PORT (one session at a time)");
+  app.add_option("--key-file", cfg.key_file,
+                 "--serve / --remote: the shared secret (32+ random bytes, mode 0600) both ends prove they hold, "
+                 "per session (HMAC challenge-response); needed to serve on any non-loopback address");
+  app.add_option("--make-key", make_key, "write a new random key to FILE (mode 0600) and exit: copy it to the other host");
   app.add_option("--dst", cfg.dst, "--remote: the receiver's test address (where its rx listens)");
   app.add_option("--frame-sizes", frame_sizes_in,
                  "RFC 2544 frame sizes, L2 bytes incl. FCS, sent as IPv4/UDP exactly as named (payload = frame - 46; "
@@ -178,6 +184,9 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--max-trial", max_trial,
                  "refuse a trial whose hard limit (max_ms) is longer; a sender's --trial T asks about 2T + drain + 10s")
       ->capture_default_str()->group(agent);
+  app.add_option("--max-clients", max_clients,
+                 "connections held at once: handshakes in progress plus the one session; more are refused")
+      ->capture_default_str()->group(agent);
   app.add_flag("--serve-allow-test-aids", cfg.serve_limits.allow_test_aids,
                "take test aids (slow_us: a receiver slow on purpose) from clients; for tests only")->group(agent);
   app.add_option("--serve-dpdk-device", cfg.serve_dpdk_device,
@@ -196,6 +205,16 @@ int parse_options(int argc, char** argv, Config& cfg) {
   try {
     using cli::convert;
     using cli::in_range;
+    if (!make_key.empty()) {
+      try {
+        auth::make_key_file(make_key);
+      } catch (const std::exception& e) {
+        throw SetupError(e.what());
+      }
+      std::printf("ceiling: wrote a new %zu-byte key to %s (mode 0600); copy it to the other host over a safe channel "
+                  "and give both ends --key-file %s\n", auth::kKeyBytes, make_key.c_str(), make_key.c_str());
+      return 0;
+    }
     if (serve_stdio) cfg.mode = Mode::serve_stdio;
     else if (lab_child) cfg.mode = Mode::lab_child;
     else if (!listen.empty()) cfg.mode = Mode::serve;
@@ -210,16 +229,30 @@ int parse_options(int argc, char** argv, Config& cfg) {
     if (cfg.mode != Mode::local && cfg.mode != Mode::lab_child && !cfg.shape.empty())
       throw cli::UsageError("--shape shapes the local lab's veth; across hosts, shape with tc yourself");
     // Addresses are checked here, so a bad one stops the run before a lab, a socket or a program exists.
-    if (cfg.mode == Mode::serve) {
+    if (!cfg.key_file.empty()) {
+      if (cfg.mode != Mode::serve && cfg.mode != Mode::remote)
+        throw cli::UsageError("--key-file authenticates --serve and --remote; the local lab needs none");
       try {
-        listen_address(listen);
+        cfg.key = auth::load_key_file(cfg.key_file);
+      } catch (const std::runtime_error& e) {
+        throw cli::UsageError(e.what());
+      }
+    }
+    if (cfg.mode == Mode::serve) {
+      drivers::SocketAddress addr;
+      try {
+        addr = listen_address(listen);
       } catch (const SetupError& e) {
         throw cli::UsageError(std::string("--serve: ") + e.what());
       }
+      // Anyone who reaches the agent starts rx on this host: beyond this host, only those who hold the key.
+      if (!cfg.key && !is_loopback(addr))
+        throw cli::UsageError("--serve " + listen + ": an agent other hosts can reach must authenticate them: make a "
+                              "key (ceiling --make-key FILE), give both ends --key-file FILE, or listen on 127.0.0.1");
     }
     // The agent's limits mean nothing to a sender: named there, they are a mistake worth saying.
     for (const char* o : {"--serve-idle", "--serve-session", "--max-threads", "--max-rcvbuf", "--ports", "--max-trial",
-                          "--serve-allow-test-aids", "--serve-dpdk-device"})
+                          "--serve-allow-test-aids", "--serve-dpdk-device", "--max-clients"})
       if (app.count(o) && cfg.mode != Mode::serve)
         throw cli::UsageError(std::string(o) + " limits the receiver's agent: give it with --serve");
     if (cfg.mode == Mode::serve) {
@@ -238,6 +271,8 @@ int parse_options(int argc, char** argv, Config& cfg) {
       l.max_trial_ms = static_cast<uint32_t>(in_range<uint64_t>("--max-trial", convert("--max-trial", [&] { return units::parse_duration_ns(max_trial, kNsPerSec); }),
                                                                 kNsPerSec, 3600 * kNsPerSec) / kNsPerMs);
       l.allow_dpdk = !cfg.serve_dpdk_device.empty();
+      cfg.serve_max_clients = static_cast<uint32_t>(
+          in_range<uint64_t>("--max-clients", convert("--max-clients", [&] { return units::parse_count(max_clients); }), 1, 1024));
     }
     if (cfg.mode == Mode::remote) {
       const size_t c = remote.rfind(':');

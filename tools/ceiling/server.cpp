@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend.hpp"
+#include "gate.hpp"
 #include "process.hpp"
 #include "protocol.hpp"
 #include "socket/udp_socket.hpp"
@@ -33,37 +34,9 @@ constexpr uint64_t kStopGraceNs = 3 * kNsPerSec;      // SIGINT to rx, then SIGK
 constexpr uint32_t kMaxLoggedRefusals = 20;
 constexpr size_t kRxJsonMax = 8u << 20;               // rx's JSON lines (progress is off: start + result)
 
-std::string peer_text(const sockaddr_storage& addr, socklen_t len) {
-  drivers::SocketAddress a;
-  a.storage = addr;
-  a.len = len;
-  return addr.ss_family == AF_INET || addr.ss_family == AF_INET6 ? a.text() : "(unknown address)";
-}
-
 // A client that stops reading would block a reply, and with it every limit: on a TCP session a reply must be
 // taken within this, all of it (a per-send timeout would restart with every few bytes the client takes).
 constexpr uint64_t kReplyTimeoutNs = 5 * kNsPerSec;
-
-// Sends all of `data` on socket `fd` by `deadline_ns`. false with errno ETIMEDOUT when the peer did not take it.
-bool send_by(int fd, std::string_view data, uint64_t deadline_ns) {
-  while (!data.empty()) {
-    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      data.remove_prefix(static_cast<size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return false;
-    const uint64_t now = now_ns();
-    if (now >= deadline_ns) {
-      errno = ETIMEDOUT;
-      return false;
-    }
-    pollfd p{fd, POLLOUT, 0};
-    poll(&p, 1, static_cast<int>((deadline_ns - now) / kNsPerMs + 1));
-  }
-  return true;
-}
 
 struct Trial {
   proto::TrialRequest req;
@@ -79,8 +52,12 @@ struct Trial {
 
 class Session {
  public:
-  Session(int in, int out, const ServeConfig& cfg, int listen_fd, std::string peer)
-      : in_(in), out_(out), cfg_(cfg), listen_fd_(listen_fd), peer_(std::move(peer)) {}
+  // The local lab's agent: one session on stdin/stdout, no gate, no limits.
+  Session(int in, int out, const ServeConfig& cfg) : in_(in), out_(out), cfg_(cfg), peer_("stdio") {}
+  // A TCP client the gate let through; the gate keeps serving other connections while this session runs.
+  Session(Admitted a, const ServeConfig& cfg, Gate& gate)
+      : in_(a.fd), out_(a.fd), cfg_(cfg), gate_(&gate), peer_(std::move(a.peer)), lines_(std::move(a.lines)),
+        greeted_(a.greeted) {}
   void run();
 
  private:
@@ -90,17 +67,17 @@ class Session {
   void start_trial(const proto::TrialRequest& req);
   void pump(Trial& t, bool json_ready, bool err_ready);
   void finish();
-  void refuse_extra_client();
   // The idle and session limits: true when the session is to end now (said and logged).
   bool over_time_limits();
   void log(const std::string& what) const;
 
   int in_, out_;
   const ServeConfig& cfg_;
-  int listen_fd_;
+  Gate* gate_ = nullptr;  // TCP only
   std::string peer_;  // the client's address, for the log
   proto::LineSplitter lines_{proto::kMaxRequestBytes};
   bool greeted_ = false, closing_ = false, peer_gone_ = false;
+  uint64_t partial_since_ns_ = 0;  // when the request still incomplete began arriving; 0 = none
   bool muted_ = false;  // the session was ended by a limit: nothing more goes to the client
   std::optional<Trial> trial_;
   const uint64_t opened_ns_ = now_ns();
@@ -109,14 +86,15 @@ class Session {
 };
 
 void Session::log(const std::string& what) const {
-  if (cfg_.verbose) std::fprintf(stderr, "ceiling serve: %s: %s\n", peer_.c_str(), what.c_str());
+  if (gate_) gate_->log(peer_, what);
+  else if (cfg_.verbose) std::fprintf(stderr, "ceiling serve: %s: %s\n", peer_.c_str(), what.c_str());
 }
 
 void Session::send(const std::string& line) {
   if (peer_gone_ || muted_) return;
   const std::string text = line + "\n";
   // stdio (the local lab's pipes) has no limits to keep: plain blocking writes.
-  if (listen_fd_ < 0 ? write_all(out_, text) : send_by(out_, text, now_ns() + kReplyTimeoutNs)) return;
+  if (!gate_ ? write_all(out_, text) : send_by(out_, text, now_ns() + kReplyTimeoutNs)) return;
   if (errno == ETIMEDOUT) log("dropped: it stopped reading replies (a reply not taken within 5 s)");
   peer_gone_ = closing_ = true;
 }
@@ -314,18 +292,6 @@ void Session::finish() {
   quiet_since_ns_ = now_ns();  // the client's turn again: its idle time starts now
 }
 
-void Session::refuse_extra_client() {
-  sockaddr_storage peer{};
-  socklen_t len = sizeof peer;
-  const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC);
-  if (fd < 0) return;
-  write_all(fd, "ERR code=busy another session is running on this receiver\n");
-  ::close(fd);
-  if (cfg_.verbose)
-    std::fprintf(stderr, "ceiling serve: %s: refused (code=busy): the session with %s is running\n",
-                 peer_text(peer, len).c_str(), peer_.c_str());
-}
-
 bool Session::over_time_limits() {
   const uint64_t now = now_ns();
   if (cfg_.session_ns && now - opened_ns_ > cfg_.session_ns) {
@@ -334,6 +300,15 @@ bool Session::over_time_limits() {
     log("dropped: " + why);
     // With the trial's id, so the sender counts the trial as failed rather than take a cut-short rx result.
     send("ERR code=timeout" + (trial_ ? " id=" + std::to_string(trial_->req.id) : std::string()) + " " + why);
+    muted_ = closing_ = true;
+    return true;
+  }
+  if (gate_ && partial_since_ns_ && now - partial_since_ns_ > kRequestTimeoutNs) {
+    // Per request, not per byte: a client that trickles a byte a second would never trip the idle limit.
+    const std::string why = "a request begun " + units::duration_text(kRequestTimeoutNs) +
+                            " ago is still not complete (a slow or stalled client): closing";
+    log("dropped: " + why);
+    send("ERR code=timeout " + why);
     muted_ = closing_ = true;
     return true;
   }
@@ -350,6 +325,11 @@ bool Session::over_time_limits() {
 
 void Session::run() {
   bool in_open = true;
+  // Requests that came with the client's AUTH, before the gate handed it over.
+  while (auto item = lines_.next()) {
+    handle(*item);
+    if (closing_) break;
+  }
   while (!closing_ || trial_) {
     if (stop_flag().load() && trial_ && !trial_->kill_ns) {
       signal_child(trial_->rx, SIGINT);
@@ -361,26 +341,34 @@ void Session::run() {
       signal_child(trial_->rx, SIGINT);
       trial_->kill_ns = now_ns() + kStopGraceNs;
     }
-    pollfd p[4];
-    nfds_t n = 0;
-    int in_i = -1, js_i = -1, er_i = -1, ls_i = -1;
-    if (in_open && !closing_) { in_i = static_cast<int>(n); p[n++] = {in_, POLLIN, 0}; }
-    if (trial_ && trial_->json_open) { js_i = static_cast<int>(n); p[n++] = {trial_->rx.fd3, POLLIN, 0}; }
-    if (trial_ && trial_->err_open) { er_i = static_cast<int>(n); p[n++] = {trial_->rx.err, POLLIN, 0}; }
-    if (listen_fd_ >= 0) { ls_i = static_cast<int>(n); p[n++] = {listen_fd_, POLLIN, 0}; }
-    const int r = poll(p, n, 100);
+    std::vector<pollfd> p;
+    int in_i = -1, js_i = -1, er_i = -1;
+    if (in_open && !closing_) { in_i = static_cast<int>(p.size()); p.push_back({in_, POLLIN, 0}); }
+    if (trial_ && trial_->json_open) { js_i = static_cast<int>(p.size()); p.push_back({trial_->rx.fd3, POLLIN, 0}); }
+    if (trial_ && trial_->err_open) { er_i = static_cast<int>(p.size()); p.push_back({trial_->rx.err, POLLIN, 0}); }
+    if (gate_) gate_->add_poll_fds(p);
+    const int r = poll(p.data(), p.size(), 100);
     if (r < 0 && errno != EINTR) break;
     auto ready = [&](int i) { return r > 0 && i >= 0 && (p[i].revents & (POLLIN | POLLHUP | POLLERR)); };
-    if (ready(ls_i)) refuse_extra_client();
+    if (gate_) {
+      if (r < 0) for (pollfd& f : p) f.revents = 0;
+      gate_->service(p, &peer_);  // with this session running, nothing comes back: others are refused busy
+    }
     if (ready(in_i)) {
       char buf[4096];
       const ssize_t got = ::read(in_, buf, sizeof buf);
       if (got > 0) {
+        // Anything left from the handshake first, then what just came.
+        const bool was_partial = lines_.has_partial();
         lines_.feed({buf, static_cast<size_t>(got)});
+        bool whole = false;
         while (auto item = lines_.next()) {
+          whole = true;
           handle(*item);
           if (closing_) break;
         }
+        if (!lines_.has_partial()) partial_since_ns_ = 0;
+        else if (whole || !was_partial) partial_since_ns_ = now_ns();
       } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
         in_open = false;
         if (!trial_) break;
@@ -407,7 +395,8 @@ void Session::run() {
 }  // namespace
 
 drivers::SocketAddress listen_address(const std::string& spec) {
-  std::string host = "0.0.0.0", port = spec;
+  // Loopback unless told: an agent starts trials for whoever reaches it, so reaching it from elsewhere is a choice.
+  std::string host = "127.0.0.1", port = spec;
   if (const size_t c = spec.rfind(':'); c != std::string::npos) {
     host = spec.substr(0, c);
     port = spec.substr(c + 1);
@@ -424,15 +413,24 @@ drivers::SocketAddress listen_address(const std::string& spec) {
   return drivers::make_address(host, static_cast<uint16_t>(p));
 }
 
+bool is_loopback(const drivers::SocketAddress& a) {
+  if (a.storage.ss_family == AF_INET)
+    return (ntohl(reinterpret_cast<const sockaddr_in*>(&a.storage)->sin_addr.s_addr) >> 24) == 127;
+  if (a.storage.ss_family != AF_INET6) return false;
+  const in6_addr& v6 = reinterpret_cast<const sockaddr_in6*>(&a.storage)->sin6_addr;
+  return IN6_IS_ADDR_LOOPBACK(&v6) || (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);
+}
+
 int serve(const ServeConfig& cfg) {
   signal(SIGPIPE, SIG_IGN);
   if (cfg.listen.empty()) {
-    Session s(STDIN_FILENO, STDOUT_FILENO, cfg, -1, "stdio");
+    Session s(STDIN_FILENO, STDOUT_FILENO, cfg);
     s.run();
     return 0;
   }
   const drivers::SocketAddress addr = listen_address(cfg.listen);
-  const int fd = ::socket(addr.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Non-blocking: the gate accepts until the queue is empty, and never waits in accept().
+  const int fd = ::socket(addr.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) throw SetupError(std::string("Couldn't create the control socket: ") + errno_text(errno));
   const int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -442,29 +440,34 @@ int serve(const ServeConfig& cfg) {
     throw SetupError("Couldn't listen on " + addr.text() + ": " + errno_text(e) +
                      (e == EADDRINUSE ? " (another server runs there: pick another port)" : ""));
   }
-  listen(fd, 4);
+  // A backlog deep enough that a burst of connections reaches the gate (which counts and refuses them, with a
+  // log line each) rather than waiting in SYN retries.
+  listen(fd, 128);
   const TrialLimits& l = cfg.limits;
+  const std::string auth_text =
+      cfg.key ? "clients authenticate with the key file (HMAC challenge-response)"
+              : "NO authentication (loopback only; give --key-file to serve other hosts)";
   std::fprintf(stderr,
-               "ceiling serve: control on tcp %s; rx binds %s; one session at a time, at most %s, dropped after %s "
-               "silent; trials: threads <= %u, rcvbuf <= %lld B, ports %u-%u, max_ms <= %u, test aids %s, dpdk %s\n",
-               addr.text().c_str(), cfg.rx_bind.c_str(), units::duration_text(cfg.session_ns).c_str(),
-               units::duration_text(cfg.idle_ns).c_str(), l.max_threads, static_cast<long long>(l.max_rcvbuf),
+               "ceiling serve: control on tcp %s; %s; rx binds %s; one session at a time, at most %s, dropped after %s "
+               "silent; at most %u connections, a handshake or request must be whole within %s; trials: threads <= "
+               "%u, rcvbuf <= %lld B, ports %u-%u, max_ms <= %u, test aids %s, dpdk %s\n",
+               addr.text().c_str(), auth_text.c_str(), cfg.rx_bind.c_str(), units::duration_text(cfg.session_ns).c_str(),
+               units::duration_text(cfg.idle_ns).c_str(), cfg.max_clients,
+               units::duration_text(kHandshakeTimeoutNs).c_str(), l.max_threads, static_cast<long long>(l.max_rcvbuf),
                l.port_lo, l.port_hi, l.max_trial_ms, l.allow_test_aids ? "on" : "off",
                l.allow_dpdk ? ("on " + cfg.dpdk_device).c_str() : "off");
+  Gate gate(fd, cfg);
   while (!stop_flag().load()) {
-    pollfd pl{fd, POLLIN, 0};
-    if (poll(&pl, 1, 200) <= 0) continue;
-    sockaddr_storage peer{};
-    socklen_t pl_len = sizeof peer;
-    const int c = accept4(fd, reinterpret_cast<sockaddr*>(&peer), &pl_len, SOCK_CLOEXEC);
-    if (c < 0) continue;
-    // Room for a few whole replies: a sender busy running pktgen reads its RESULT only afterwards, and that
-    // must not count as a client that stopped reading (send_by).
-    const int sndbuf = static_cast<int>(4 * proto::kMaxReplyBytes);
-    setsockopt(c, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
-    const std::string who = peer_text(peer, pl_len);
+    std::vector<pollfd> p;
+    gate.add_poll_fds(p);
+    if (poll(p.data(), p.size(), 100) < 0)
+      for (pollfd& f : p) f.revents = 0;  // EINTR: only the deadlines to look at
+    std::optional<Admitted> admitted = gate.service(p, nullptr);
+    if (!admitted) continue;
+    const int c = admitted->fd;
+    const std::string who = admitted->peer;
     if (cfg.verbose) std::fprintf(stderr, "ceiling serve: %s: session opened\n", who.c_str());
-    Session s(c, c, cfg, fd, who);
+    Session s(std::move(*admitted), cfg, gate);
     s.run();
     ::close(c);
     if (cfg.verbose) std::fprintf(stderr, "ceiling serve: %s: session closed\n", who.c_str());

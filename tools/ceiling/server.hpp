@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "auth.hpp"
 #include "limits.hpp"
 #include "socket/udp_socket.hpp"
 
@@ -21,11 +23,18 @@ struct ServeConfig {
   TrialLimits limits = TrialLimits::unlimited();
   uint64_t idle_ns = 0;      // drop a client silent this long while no trial runs; 0 = never
   uint64_t session_ns = 0;   // close a session this old; 0 = never
+  // Clients must prove they hold this key (auth.hpp). Without one the agent
+  // listens on a loopback address only (options.cpp refuses any other).
+  std::optional<auth::Key> key;
+  uint32_t max_clients = 8;  // connections held at once: handshakes in progress plus the session
 };
 
-// The TCP address of --serve "[ADDR:]PORT" (ADDR numeric, default 0.0.0.0).
-// Throws SetupError saying what is wrong with it.
+// The TCP address of --serve "[ADDR:]PORT" (ADDR numeric, IPv6 in brackets:
+// [::1]:7700; default 127.0.0.1). Throws SetupError saying what is wrong with it.
 drivers::SocketAddress listen_address(const std::string& spec);
+
+// 127.0.0.0/8, ::1, or ::ffff:127.x.y.z: reachable from this host only.
+bool is_loopback(const drivers::SocketAddress& a);
 
 // Runs until SIGINT/SIGTERM (TCP) or until stdin closes (stdio). Returns the exit code.
 int serve(const ServeConfig& cfg);
