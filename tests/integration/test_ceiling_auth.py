@@ -19,11 +19,11 @@ static neighbours, no DAD); the agent listens on [::]:7730 in B with a key file 
    of them.
 3. The agent's log has one line per refusal with the client's [address]:port and reason.
 4. The real sender: `ceiling --remote [fd52:2544::2]:7730 --key-file` runs a short search
-   over IPv6 and finds an NDR; without --key-file, or with another key, it is refused
+   over IPv6 and finds an NDR, its frames counted with IPv6's 66 B of headers; without --key-file, or with another key, it is refused
    (exit 1, saying why) and the agent logs it; with --key-file against an agent that
    has none it refuses to go on.
 5. Start-up checks (exit 2, one line): a key file group/others may read, a non-loopback
-   --serve without a key (IPv4 and IPv6). --serve PORT alone binds 127.0.0.1 and says it
+   --serve without a key (IPv4 and IPv6), a 64 B frame to an IPv6 --dst (84 B is the least). --serve PORT alone binds 127.0.0.1 and says it
    does not authenticate; --serve [::1]:PORT serves over IPv6 loopback.
 """
 import hashlib
@@ -224,7 +224,9 @@ def main():
                 ("IPv4 non-loopback without a key", ["--serve", "0.0.0.0:7731"], ("--key-file", "127.0.0.1")),
                 ("IPv6 non-loopback without a key", ["--serve", f"[{B6}]:7731"], ("--key-file", "--make-key")),
                 ("client key file others may read", ["--remote", f"[{B6}]:{PORT}", "--dst", B6, "--key-file", loose],
-                 ("chmod 600",))):
+                 ("chmod 600",)),
+                ("a 64 B frame over IPv6", ["--remote", f"[{B6}]:{PORT}", "--dst", B6, "--frame-sizes", "64"],
+                 ("smallest frame", "84 B"))):
             r = subprocess.run(["ip", "netns", "exec", lab.ns_b, CEILING] + args + ["--rx", RX, "--pktgen", PKTGEN],
                                capture_output=True, text=True, timeout=10)
             lines = r.stderr.strip().splitlines()
@@ -316,6 +318,7 @@ def main():
         c.true("... its trials carried packets to the receiver", trials and all(t.get("received", 0) > 0 for t in trials),
                json.dumps(trials)[:300])
         c.true("... and it found an NDR", res and res[0]["ndr"]["rate"] is not None, json.dumps(res)[:300])
+        c.eq("... its frames counted with IPv6 headers (1400 B payload + 66 B)", res[0]["frame"] if res else None, 1466)
         for what, extra, words in (("without --key-file", [], ("asks for a key", "--key-file")),
                                    ("with another key", ["--key-file", wrong], ("refused us", "wrong key"))):
             p = subprocess.run(["ip", "netns", "exec", lab.ns_a] + base + extra, capture_output=True, text=True,

@@ -26,6 +26,9 @@ enum class Mode {
 inline const std::vector<uint32_t> kRfc2544Frames = {64, 128, 256, 512, 1024, 1280, 1518};
 // UDP/IPv4 frame overhead: 14 Ethernet + 20 IPv4 + 8 UDP + 4 FCS.
 inline constexpr uint32_t kIpv4FrameOverhead = 46;
+// UDP/IPv6: 14 Ethernet + 40 IPv6 + 8 UDP + 4 FCS. The smallest frame that
+// carries a test packet (18 B payload) is then 84 B, not RFC 2544's 64.
+inline constexpr uint32_t kIpv6FrameOverhead = 66;
 
 struct SizePlan {
   uint32_t payload = 0;                 // UDP payload bytes sent
@@ -55,6 +58,7 @@ struct Config {
 
   // Sender (pktgen) and receiver (rx).
   std::string dst;                  // remote: the receiver's test address
+  bool ipv6 = false;                // remote to an IPv6 --dst: pktgen --ipv6, frame sizes with IPv6 headers
   uint16_t port = 9000;
   std::string tx_backend = "auto", rx_backend = "auto";
   std::string sndbuf;               // pktgen --sndbuf

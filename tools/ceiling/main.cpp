@@ -123,7 +123,7 @@ int run_sender(const Config& given) {
       } else {
         NdrFinding f;
         f.payload = cfg.sizes[i].payload;
-        f.frame = net::FrameSizes::for_payload(f.payload, false);
+        f.frame = net::FrameSizes::for_payload(f.payload, cfg.ipv6);
         f.state = "not measured: the run was interrupted";
         findings.push_back(f);
       }

@@ -282,23 +282,33 @@ int parse_options(int argc, char** argv, Config& cfg) {
         throw cli::UsageError("--remote " + remote + ": expected HOST:PORT (the receiver's `ceiling --serve PORT`)");
     }
     if (!cfg.dst.empty()) check_address("--dst", cfg.dst);
+    cfg.ipv6 = cfg.mode == Mode::remote && drivers::make_address(cfg.dst, 0).is_v6();
     check_address("--rx-bind", cfg.rx_bind);
 
     const auto frames = split_list(frame_sizes_in);
     const auto sizes = split_list(sizes_in);
     std::vector<std::string> frame_items = frames;
     if (frame_items.size() == 1 && frame_items[0] == "none") frame_items.clear();
-    if (frame_sizes_in.empty())
-      for (uint32_t f : kRfc2544Frames) frame_items.push_back(std::to_string(f));
     // 64 B, RFC 2544's smallest, is exactly the short payload form's minimum
-    // (18 B + 46 B of IPv4/UDP/Ethernet): every size is sent as named.
+    // (18 B + 46 B of IPv4/UDP/Ethernet): every size is sent as named. Over
+    // IPv6 the headers take 20 B more, so the smallest frame is 84 B: the
+    // default list starts there instead of at 64 (RFC 5180 has IPv6 frames
+    // start above 64 B too).
     static_assert(wire::kMinPayloadBytes + kIpv4FrameOverhead == 64);
+    const uint32_t overhead = cfg.ipv6 ? kIpv6FrameOverhead : kIpv4FrameOverhead;
+    const uint32_t min_frame = wire::kMinPayloadBytes + overhead;
+    if (frame_sizes_in.empty())
+      for (uint32_t f : kRfc2544Frames) frame_items.push_back(std::to_string(std::max(f, min_frame)));
     for (const auto& f : frame_items) {
       const auto v = static_cast<uint32_t>(
           in_range<uint64_t>("--frame-sizes", convert("--frame-sizes", [&] { return units::parse_bytes(f); }), 64, 9018));
+      if (v < min_frame)
+        throw cli::UsageError("--frame-sizes " + f + ": over IPv6 the smallest frame that carries a test packet is " +
+                              std::to_string(min_frame) + " B (" + std::to_string(wire::kMinPayloadBytes) + " B payload + " +
+                              std::to_string(overhead) + " B of Ethernet/IPv6/UDP headers and FCS)");
       SizePlan p;
       p.rfc_frame = v;
-      p.payload = v - kIpv4FrameOverhead;
+      p.payload = v - overhead;
       cfg.sizes.push_back(p);
     }
     for (const auto& s : sizes.empty() ? std::vector<std::string>{"1400"} : sizes) {
@@ -367,7 +377,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
     // The first trial's rate must not be below the lowest one worth trying, at any size.
     if (cfg.max_rate)
       for (const SizePlan& p : cfg.sizes) {
-        const net::FrameSizes f = net::FrameSizes::for_payload(p.payload, false);
+        const net::FrameSizes f = net::FrameSizes::for_payload(p.payload, cfg.ipv6);
         const uint32_t bytes = rate_layer == "payload" ? f.payload : rate_layer == "l2" ? f.l2 : f.l1;
         const double pps = cfg.max_rate->unit == units::RateUnit::pps ? cfg.max_rate->value : cfg.max_rate->value / (8.0 * bytes);
         if (pps < cfg.min_pps)

@@ -332,7 +332,7 @@ std::vector<SizeResult> Runner::run() {
   for (size_index_ = 0; size_index_ < cfg_.sizes.size() && !stop_flag().load(); ++size_index_) {
     SizeResult r;
     r.plan = cfg_.sizes[size_index_];
-    r.frame = net::FrameSizes::for_payload(r.plan.payload, false);
+    r.frame = net::FrameSizes::for_payload(r.plan.payload, cfg_.ipv6);
     if (cfg_.throughput) throughput(r);
     if (cfg_.back_to_back && r.error.empty() && !stop_flag().load()) back_to_back(r);
     nlohmann::json j = {{"type", "result"}, {"tool", "ceiling"}, {"payload", r.plan.payload}, {"frame", r.frame.l2},

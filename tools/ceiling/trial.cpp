@@ -126,7 +126,7 @@ TrialOutcome TrialRunner::run(const TrialSpec& spec) {
                                    "--size", std::to_string(spec.size), "--burst", std::to_string(spec.burst),
                                    "--backend", cfg_.tx_backend, "--json", "/dev/fd/3", "--quiet"};
   // pktgen asks for --ipv6 with an IPv6 --dst (a typo'd address must not silently change the family).
-  if (cfg_.dst.find(':') != std::string::npos) argv.push_back("--ipv6");
+  if (cfg_.ipv6) argv.push_back("--ipv6");
   if (spec.rate_pps > 0) {
     argv.push_back("--rate");
     argv.push_back(fmt("%.3f", spec.rate_pps));
