@@ -97,15 +97,18 @@ int parse_options(int argc, char** argv, Config& cfg) {
   bool serve_stdio = false, lab_child = false;
 
   app.add_option("--remote", remote, "send from here to HOST:PORT, a receiver running `ceiling --serve PORT`");
-  app.add_option("--serve", listen, "be the receiver's agent on TCP [ADDR:]PORT (one session at a time)");
+  app.add_option("--serve", listen,
+                 "be the receiver's agent on TCP [ADDR:]PORT (ADDR default 127.0.0.1, [::] for IPv6; one session at a time)");
   app.add_option("--key-file", cfg.key_file,
                  "--serve / --remote: the shared secret (32+ random bytes, mode 0600) both ends prove they hold, "
-                 "per session (HMAC challenge-response); needed to serve on any non-loopback address");
-  app.add_option("--make-key", make_key, "write a new random key to FILE (mode 0600) and exit: copy it to the other host");
+                 "per session (HMAC challenge-response); needed to serve on any non-loopback address")
+      ->option_text("FILE");
+  app.add_option("--make-key", make_key, "write a new random key to FILE (mode 0600) and exit: copy it to the other host")
+      ->option_text("FILE");
   app.add_option("--dst", cfg.dst, "--remote: the receiver's test address (where its rx listens)");
   app.add_option("--frame-sizes", frame_sizes_in,
                  "RFC 2544 frame sizes, L2 bytes incl. FCS, sent as IPv4/UDP exactly as named (payload = frame - 46; "
-                 "64 carries the short header); 'none' for none")
+                 "64 carries the short header; to an IPv6 --dst frame - 66, from 84); 'none' for none")
       ->delimiter(',');
   app.add_option("-s,--size", sizes_in, "UDP payload sizes to test as well (repeat, or a comma list); default 1400")
       ->delimiter(',');
@@ -271,8 +274,9 @@ int parse_options(int argc, char** argv, Config& cfg) {
       l.max_trial_ms = static_cast<uint32_t>(in_range<uint64_t>("--max-trial", convert("--max-trial", [&] { return units::parse_duration_ns(max_trial, kNsPerSec); }),
                                                                 kNsPerSec, 3600 * kNsPerSec) / kNsPerMs);
       l.allow_dpdk = !cfg.serve_dpdk_device.empty();
+      // Each held connection is a descriptor: 512 stays clear of the usual 1024 limit, where accept() would fail.
       cfg.serve_max_clients = static_cast<uint32_t>(
-          in_range<uint64_t>("--max-clients", convert("--max-clients", [&] { return units::parse_count(max_clients); }), 1, 1024));
+          in_range<uint64_t>("--max-clients", convert("--max-clients", [&] { return units::parse_count(max_clients); }), 1, 512));
     }
     if (cfg.mode == Mode::remote) {
       const size_t c = remote.rfind(':');

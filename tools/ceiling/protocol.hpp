@@ -7,7 +7,9 @@
 //   key     = 1*16 of [a-z_];  value = 1*64 of [A-Za-z0-9_.:+-]
 //
 // Requests (sender -> receiver), at most kMaxRequestBytes each, key=value only:
-//   HELLO version=1                      -> OK version=1
+//   HELLO version=1                      -> OK version=1, or, from an agent with a key (auth.hpp):
+//                                           CHALLENGE nonce=<64 hex>
+//   AUTH nonce=<64 hex> mac=<64 hex>     -> OK version=1 mac=<64 hex> (the agent's proof)
 //   PING                                 -> PONG (any time)
 //   TRIAL id=N size=S port=P idle_ms=I max_ms=M [backend=B] [rcvbuf=BYTES] [slow_us=U] [threads=T]
 //                                        -> READY id=N once rx listens, later RESULT id=N {json}
@@ -16,12 +18,14 @@
 // Replies (receiver -> sender), at most kMaxReplyBytes each:
 //   ERR code=C [id=N] text               C: malformed | too-long | out-of-order | unknown-verb |
 //                                           bad-value | busy | rx-failed |
+//                                           auth (no key, or not this agent's key: it closes the connection) |
 //                                           limit (over one of the agent's caps, named in text) |
 //                                           refused (a test aid, or dpdk, not offered by this agent) |
 //                                           timeout (idle or session limit: the agent closes the connection)
 //   RESULT id=N {json}                   rx's JSON result record without its per-stream rows
 //
-// Order: HELLO first; one trial at a time; STOP only for the running trial.
+// Order: HELLO first (then AUTH when challenged: before that, any error
+// closes the connection); one trial at a time; STOP only for the running trial.
 // Anything else is answered with ERR and otherwise ignored: the connection
 // and the server stay up, until the agent's time limits end the session
 // (ERR code=timeout, carrying the running trial's id if there is one). An over-long line is answered once with
