@@ -330,6 +330,7 @@ void Session::run() {
     handle(*item);
     if (closing_) break;
   }
+  if (lines_.has_partial()) partial_since_ns_ = now_ns();
   while (!closing_ || trial_) {
     if (stop_flag().load() && trial_ && !trial_->kill_ns) {
       signal_child(trial_->rx, SIGINT);
@@ -358,7 +359,6 @@ void Session::run() {
       char buf[4096];
       const ssize_t got = ::read(in_, buf, sizeof buf);
       if (got > 0) {
-        // Anything left from the handshake first, then what just came.
         const bool was_partial = lines_.has_partial();
         lines_.feed({buf, static_cast<size_t>(got)});
         bool whole = false;
