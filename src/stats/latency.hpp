@@ -11,6 +11,7 @@
 
 #include <array>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 
 namespace rateline::stats {
@@ -54,6 +55,8 @@ class LatencyHistogram {
   uint64_t samples() const { return samples_; }
   uint64_t min() const { return samples_ ? min_ : 0; }
   uint64_t max() const { return max_; }
+  uint64_t sum_ns() const { return sum_; }
+  uint64_t bucket(int i) const { return buckets_[static_cast<std::size_t>(i)]; }  // samples in bucket i (index())
   double mean() const { return samples_ ? static_cast<double>(sum_) / static_cast<double>(samples_) : 0.0; }
 
   // Upper bound of the bucket holding the q-quantile (0 < q <= 1), capped at max.
