@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "metrics.hpp"
 #include "pktgen_config.hpp"
 #include "report.hpp"
 #include "setup.hpp"
@@ -19,8 +20,18 @@ int main(int argc, char** argv) {
   install_stop_signals();
   try {
     report::JsonLines json(cfg.json_path, cfg.csv_path);
+    // Before set-up: a metrics port already taken stops the run before anything is opened or sent.
+    report::MetricsOutput metrics(cfg.metrics);
     pktgen::Run run = pktgen::set_up(cfg);
     pktgen::report_start(cfg, run, json);
+    if (const std::string line = metrics.start_line(); !line.empty()) std::printf("pktgen: %s\n", line.c_str());
+    // The page is rendered here, from the snapshots below; workers never see it.
+    const auto publish_metrics = [&](bool final) {
+      if (!metrics.enabled()) return;
+      const std::string error = metrics.publish(pktgen::metrics_page(cfg, run, final), now_ns(), final);
+      if (!error.empty()) std::fprintf(stderr, "pktgen: %s\n", error.c_str());
+    };
+    publish_metrics(false);
 
     const std::vector<int> keep = run.choice.backend->capabilities();
     if (run.placement.main_cpu >= 0) topo::pin_current_thread(run.placement.main_cpu);
@@ -28,6 +39,7 @@ int main(int argc, char** argv) {
       w.result = run.backend->run(w.queue, w.plan, *w.snapshots, stop_flag(), ready);
     });
     report_capabilities("pktgen", keep_only_capabilities(keep), run.workers);
+    metrics.start();  // after the drop: its thread copies this thread's capabilities, and drops them all
 
     // Live progress: the reporter sleeps, workers never wait for it.
     pktgen::Progress progress(now_ns());
@@ -37,9 +49,13 @@ int main(int argc, char** argv) {
       for (auto& w : run.workers)
         while (auto s = w->snapshots->try_pop()) w->latest = *s;
       progress.maybe_report(cfg, run, now_ns(), json);
+      publish_metrics(false);
     }
     for (auto& w : run.workers) w->thread.join();
-    return pktgen::report_result(cfg, run, json);
+    const int rc = pktgen::report_result(cfg, run, json);
+    publish_metrics(true);
+    metrics.linger();
+    return rc;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "pktgen: %s\n", e.what());
     return 1;

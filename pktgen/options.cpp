@@ -8,6 +8,7 @@
 #include "net/frame.hpp"
 #include "net/iface.hpp"
 #include "pktgen_config.hpp"
+#include "report/metrics_options.hpp"
 #include "backend.hpp"
 #include "topo/topology.hpp"
 #include "util/cli.hpp"
@@ -188,6 +189,8 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--replay", cfg.replay_path,
                  "send this pcap capture's frames byte for byte, in file order (--backend afpacket or afxdp, "
                  "--device IF); --count = frames, looping over the file (default: the file once)");
+  report::MetricsOptionParser metrics;
+  metrics.add_to(app);
   app.set_version_flag("--version", "pktgen (rateline) 0.1.0");
 
   // Everything after a lone "--" goes to DPDK's EAL untouched.
@@ -283,6 +286,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
       cfg.sndbuf_bytes = static_cast<int>(in_range<uint64_t>("--sndbuf", convert("--sndbuf", [&] { return units::parse_bytes(sndbuf); }), 4096, 1ull << 30));
     cfg.end_markers = static_cast<uint32_t>(in_range<uint64_t>("--end-markers", convert("--end-markers", [&] { return units::parse_count(end_markers); }), 0, 100));
     check_file_options(cfg);
+    cfg.metrics = metrics.parse();
   } catch (const cli::UsageError& e) {
     std::fprintf(stderr, "pktgen: %s\n", e.what());
     return cli::kUsageExit;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "net/pcap_file.hpp"
+#include "report/metrics_server.hpp"
 #include "util/units.hpp"
 
 namespace rateline::pktgen {
@@ -50,6 +51,7 @@ struct Config {
   std::string pcap_out;  // --pcap-out: the frames go to this pcap file (the pcap backend)
   std::string replay_path;  // --replay: send this capture's frames as they are
   std::shared_ptr<const net::PcapFrames> replay;  // its frames, read and checked by parse_options
+  report::MetricsOptions metrics;  // --metrics, --metrics-textfile, --metrics-linger
 };
 
 // Parses argv into cfg. Returns -1 to run, else the exit code (help: 0, bad input: 2).

@@ -43,14 +43,23 @@ int main(int argc, char** argv) {
   if (!cfg.xdp_cleanup.empty()) return clean_up(cfg.xdp_cleanup);
   try {
     report::JsonLines json(cfg.json_path, cfg.csv_path);
+    // Before set-up: a metrics port already taken stops the run before any socket or program exists.
+    report::MetricsOutput metrics(cfg.metrics);
     rx::Run run = rx::set_up(cfg);
     if (run.placement.main_cpu >= 0) topo::pin_current_thread(run.placement.main_cpu);
     rx::start(run, g_workers_stop);
     rx::report_start(cfg, run, json);
-    const std::string ended_by = rx::watch_until_end(cfg, run, json);
+    if (const std::string line = metrics.start_line(); !line.empty()) {
+      std::printf("rx: %s\n", line.c_str());
+      std::fflush(stdout);
+    }
+    metrics.start();  // after report_start dropped this thread's capabilities: its thread copies them, and drops all
+    const std::string ended_by = rx::watch_until_end(cfg, run, json, metrics);
     g_workers_stop.store(true, std::memory_order_relaxed);
     for (auto& w : run.workers) w->thread.join();
-    return rx::report_result(cfg, run, ended_by, json);
+    const int rc = rx::report_result(cfg, run, ended_by, json, metrics);
+    metrics.linger();
+    return rc;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rx: %s\n", e.what());
     return 1;

@@ -7,6 +7,7 @@
 
 #include "engine/rx_loop.hpp"
 #include "backend.hpp"
+#include "report/metrics_options.hpp"
 #include "rx_config.hpp"
 #include "topo/topology.hpp"
 #include "util/cli.hpp"
@@ -81,6 +82,8 @@ int parse_options(int argc, char** argv, Config& cfg) {
                "the report shows both and the difference");
   app.add_option("--xdp-cleanup", cfg.xdp_cleanup,
                  "detach any XDP program from this interface and exit (for programs left by other tools or old kernels)");
+  report::MetricsOptionParser metrics;
+  metrics.add_to(app);
   app.set_version_flag("--version", "rx (rateline) 0.1.0");
 
   // Everything after a lone "--" goes to DPDK's EAL untouched.
@@ -137,6 +140,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
     // A bad CPU list is a usage error: found here, not at setup.
     if (!cfg.cores.empty() && cfg.cores != "auto")
       convert("--cores", [&] { return topo::place_workers(cfg.threads, cfg.cores).text; });
+    cfg.metrics = metrics.parse();
   } catch (const cli::UsageError& e) {
     std::fprintf(stderr, "rx: %s\n", e.what());
     return cli::kUsageExit;

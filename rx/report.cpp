@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <optional>
 
+#include "metrics.hpp"
 #include "report/rx_summary.hpp"
+#include "util/clock.hpp"
 #include "util/privileges.hpp"
 #include "util/stop_signal.hpp"
 
@@ -29,7 +31,8 @@ void report_start(const Config& cfg, const Run& run, report::JsonLines& json) {
               {"rcvbuf_forced", first.socket.rcvbuf_forced}, {"placement", run.placement.text}, {"expect", cfg.expect}});
 }
 
-int report_result(const Config& cfg, Run& run, const std::string& ended_by, report::JsonLines& json) {
+int report_result(const Config& cfg, Run& run, const std::string& ended_by, report::JsonLines& json,
+                  report::MetricsOutput& metrics) {
   std::vector<engine::RxResult> results;
   uint64_t ring_empty = 0;
   std::string errors;
@@ -86,6 +89,11 @@ int report_result(const Config& cfg, Run& run, const std::string& ended_by, repo
   record["errors"] = errors;
   run.backend->add_to_result(record, summary);
   json.write(record);
+  // From the very numbers the JSON result was just written from.
+  if (metrics.enabled())
+    if (const std::string e = metrics.publish(final_metrics_page(cfg, run, results, summary, drops, loss_pct), now_ns(), true);
+        !e.empty())
+      std::fprintf(stderr, "rx: %s\n", e.c_str());
   // After the report: a full disk costs the JSON, never the numbers on the terminal.
   if (const std::string e = json.finish(); !e.empty()) {
     std::fprintf(stderr, "rx: %s\n", e.c_str());

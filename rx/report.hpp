@@ -5,6 +5,7 @@
 #include <string>
 
 #include "report/json_lines.hpp"
+#include "report/metrics_server.hpp"
 #include "rx_config.hpp"
 #include "setup.hpp"
 
@@ -12,7 +13,8 @@ namespace rateline::rx {
 
 void report_start(const Config& cfg, const Run& run, report::JsonLines& json);
 
-// From the joined workers; returns the exit code.
-int report_result(const Config& cfg, Run& run, const std::string& ended_by, report::JsonLines& json);
+// From the joined workers; returns the exit code. Publishes the final metrics page.
+int report_result(const Config& cfg, Run& run, const std::string& ended_by, report::JsonLines& json,
+                  report::MetricsOutput& metrics);
 
 }  // namespace rateline::rx

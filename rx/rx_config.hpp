@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "report/metrics_server.hpp"
+
 namespace rateline::rx {
 
 struct Config {
@@ -32,6 +34,7 @@ struct Config {
   bool layers = false;        // --layers (--backend xdp): count at the driver (XDP) and again at the sockets
   std::string xdp_cleanup;    // --xdp-cleanup IFACE: detach XDP from IFACE and exit
   std::vector<std::string> dpdk_args;  // EAL arguments: --dpdk-args split at spaces, then all after "--"
+  report::MetricsOptions metrics;  // --metrics, --metrics-textfile, --metrics-linger
 };
 
 int parse_options(int argc, char** argv, Config& cfg);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "metrics.hpp"
 #include "run_end.hpp"
 #include "util/clock.hpp"
 #include "util/stop_signal.hpp"
@@ -18,7 +19,7 @@ constexpr uint64_t kEndQuietNs = 200'000'000;
 
 }  // namespace
 
-std::string watch_until_end(const Config& cfg, Run& run, report::JsonLines& json) {
+std::string watch_until_end(const Config& cfg, Run& run, report::JsonLines& json, report::MetricsOutput& metrics) {
   const uint64_t t0 = now_ns();
   uint64_t last_print_ns = t0, last_data = 0;
   RunEnd run_end;
@@ -46,6 +47,9 @@ std::string watch_until_end(const Config& cfg, Run& run, report::JsonLines& json
       any_done |= w->done.load(std::memory_order_acquire);
     }
     const uint64_t now = now_ns();
+    if (metrics.enabled())
+      if (const std::string e = metrics.publish(live_metrics_page(cfg, run), now, false); !e.empty())
+        std::fprintf(stderr, "rx: %s\n", e.c_str());
     if (stop_flag().load()) return "signal";
     if (any_done) return "worker error";
     if (auto reason = run.backend->end_now(sum.data, now)) return *reason;

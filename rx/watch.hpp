@@ -6,12 +6,14 @@
 #include <string>
 
 #include "report/json_lines.hpp"
+#include "report/metrics_server.hpp"
 #include "rx_config.hpp"
 #include "setup.hpp"
 
 namespace rateline::rx {
 
 // Returns why the run ended ("end markers", "count reached", "signal"...).
-std::string watch_until_end(const Config& cfg, Run& run, report::JsonLines& json);
+// Publishes a live metrics page each round when metrics are on.
+std::string watch_until_end(const Config& cfg, Run& run, report::JsonLines& json, report::MetricsOutput& metrics);
 
 }  // namespace rateline::rx

@@ -79,6 +79,14 @@ bad = [
     (RX, ["--port", "65536"]),
     (RX, ["--cores", "abc"]),
     (RX, ["--cores", "5-3"]),
+    # --metrics [ADDR:]PORT: checked before any socket exists (a taken port: test_prometheus.py).
+    (PKTGEN, ["--metrics", "99999"]),
+    (PKTGEN, ["--metrics", "nohost:80"]),
+    (RX, ["--metrics", "99999"]),
+    (RX, ["--metrics", "nohost:80"]),
+    (RX, ["--metrics", "127.0.0.1:"]),
+    (RX, ["--metrics-linger", "5"]),  # linger without a server to linger with
+    (RX, ["--metrics", "0", "--metrics-linger", "soon"]),
 ]
 for prog, args in bad:
     r = subprocess.run([prog] + args, capture_output=True, text=True, timeout=10)
