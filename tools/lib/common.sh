@@ -11,6 +11,7 @@ RATELINE_PACKAGES=(
   fio xfsprogs btrfs-progs e2fsprogs dosfstools  # tools/blocktest --fs, bench/blocktest (librsvg2-bin renders its SVG)
   libsodium-dev  # ceiling --serve/--remote --key-file: the agent's HMAC challenge-response
   ccache  # meson picks it up: a second tools/check on this machine compiles only what changed
+  prometheus  # tests/integration/test_prometheus.py starts its own; the package's service is kept off (below)
 )
 
 # ccache keys on paths: make them relative to the checkout, and leave the
@@ -32,7 +33,24 @@ ensure_packages() {
   echo "installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q >/dev/null
-  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  # None of these is installed for a service of its own, and Debian's
+  # prometheus starts one on install, listening on *:9090 with its own
+  # storage: a policy-rc.d that refuses every start keeps it (and any other)
+  # from starting, and the unit is disabled so it does not start at boot.
+  # The tests start the prometheus binary themselves, on addresses they choose.
+  local policy=/usr/sbin/policy-rc.d made_policy=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# rateline tools/lib/common.sh: no service starts while packages install\nexit 101\n' >"$policy"
+    chmod 755 "$policy"
+    made_policy=1
+  fi
+  local rc=0
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null || rc=$?
+  if [ "$made_policy" -eq 1 ]; then rm -f "$policy"; fi
+  if printf '%s\n' "${missing[@]}" | grep -qx prometheus && command -v systemctl >/dev/null; then
+    systemctl disable --now prometheus >/dev/null 2>&1 || true
+  fi
+  return $rc
 }
 
 # build DIR [meson options...]: configure once, then build.
