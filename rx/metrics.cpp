@@ -58,8 +58,8 @@ void per_worker(report::PrometheusText& page, size_t workers, CountersOf counter
 }
 
 const char* kReceivedHelp =
-    "Distinct data packets received. While the run goes: arrivals so far, duplicates included (the progress "
-    "record's received); at the end: the JSON result's received.";
+    "Distinct data packets received (JSON: received). While the run goes: the distinct packets of the streams so "
+    "far, which only grows and ends at the result's value.";
 const char* kLostHelp =
     "Packets missing: a gauge, not a counter, since a late packet fills a gap. While the run goes: sequence gaps "
     "so far (progress lost_so_far); at the end: the JSON result's lost.";
@@ -72,7 +72,7 @@ std::string live_metrics_page(const Config& cfg, const Run& run) {
   per_worker(page, run.workers.size(), [&](size_t i) -> const stats::RxCounters& { return run.workers[i]->latest.counters; });
   uint64_t received = 0, lost = 0;
   for (const auto& w : run.workers) {
-    received += w->latest.counters.data;
+    received += w->latest.counters.unique_so_far;
     lost += w->latest.counters.lost_so_far;
   }
   page.family("rateline_rx_received_packets_total", Type::counter, kReceivedHelp);

@@ -125,7 +125,7 @@ engine::RxResult XdpRxProgram::read(bool with_latency) const {
     if (st.first_ns && (!c.first_ns || st.first_ns < c.first_ns)) c.first_ns = st.first_ns;
     c.last_ns = std::max(c.last_ns, st.last_ns);
   }
-  c.lost_so_far = engine::lost_so_far(r);
+  engine::refresh_stream_sums(r, c);
   return r;
 }
 

@@ -244,14 +244,20 @@ inline net::SenderAddress frame_sender(const uint8_t* frame, const net::ParsedUd
 
 }  // namespace detail
 
-inline uint64_t lost_so_far(const RxResult& st) {
-  uint64_t lost = 0;
+// What a snapshot says of the streams so far (read from the stream table
+// once per snapshot, never per packet): lost and distinct packets, summed.
+// Both sums saturate: a forged total must not wrap them.
+inline void refresh_stream_sums(const RxResult& st, stats::RxCounters& c) {
+  uint64_t lost = 0, unique = 0;
   for (const auto& s : st.streams)
     if (s.seen) {
       const uint64_t l = s.ended ? s.seq.lost_given_total(s.end.total_sent) : s.seq.lost_so_far();
-      lost = l > ~lost ? ~0ull : lost + l;  // saturates: a forged total must not wrap the sum
+      const uint64_t u = s.seq.unique();
+      lost = l > ~lost ? ~0ull : lost + l;
+      unique = u > ~unique ? ~0ull : unique + u;
     }
-  return lost;
+  c.lost_so_far = lost;
+  c.unique_so_far = unique;
 }
 
 // `backend_drops` is read once per snapshot (SO_RXQ_OVFL and the like).
@@ -264,7 +270,7 @@ RxResult run_rx(Q& q, const RxPlan& plan, stats::RxSnapshotRing& snapshots, cons
   stats::RxCounters& c = st.counters;
   uint64_t next_publish_ns = now_ns() + plan.publish_every_ns;
   auto publish = [&](uint64_t now, bool final) {
-    c.lost_so_far = lost_so_far(st);
+    refresh_stream_sums(st, c);
     c.backend_drops = backend_drops();
     snapshots.try_push({c, now, final});
   };
@@ -323,7 +329,7 @@ RxResult run_rx(Q& q, const RxPlan& plan, stats::RxSnapshotRing& snapshots, cons
     }
   }
   publish(now_ns(), true);
-  c.lost_so_far = lost_so_far(st);
+  refresh_stream_sums(st, c);
   c.backend_drops = backend_drops();
   return st;
 }

@@ -60,6 +60,7 @@ struct alignas(ring::kCacheLine) RxCounters {
   uint64_t malformed = 0;      // our magic, inconsistent header or length
   uint64_t corrupt = 0;        // checksum mismatch
   uint64_t lost_so_far = 0;    // sum over streams, refreshed at each snapshot
+  uint64_t unique_so_far = 0;  // distinct data packets, sum over streams, refreshed at each snapshot
   uint64_t streams_seen = 0;     // streams with at least one data packet or end marker
   uint64_t streams_created = 0;  // stream states made (any packet of ours, corrupt ones too)
   uint64_t streams_ended = 0;    // streams whose end-marker total is believed now

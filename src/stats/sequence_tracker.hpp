@@ -102,6 +102,9 @@ class SequenceTracker {
   // so the window is not carried over.
   void adopt(const SequenceCounts& c) { c_ = c; }
 
+  // Distinct sequences so far.
+  uint64_t unique() const { return c_.unique; }
+
   // Loss so far (gaps below the highest sequence seen).
   uint64_t lost_so_far() const { return c_.highest_next - c_.unique; }
 

@@ -175,11 +175,14 @@ void run(FuzzedDataProvider& in) {
   REQUIRE(data == c.data);
   REQUIRE(bytes == c.payload_bytes);
   REQUIRE(seen == c.streams_seen && ended == c.streams_ended);
-  REQUIRE(c.lost_so_far == engine::lost_so_far(r));
+  stats::RxCounters again = c;
+  engine::refresh_stream_sums(r, again);
+  REQUIRE(c.lost_so_far == again.lost_so_far && c.unique_so_far == again.unique_so_far);
 
   std::vector<engine::RxResult> workers{r};
   const report::RxSummary sum = report::summarize(workers, in.ConsumeBool() ? 0 : in.ConsumeIntegral<uint64_t>());
   REQUIRE(sum.received == sum.unique + sum.duplicates);
+  REQUIRE(sum.unique == c.unique_so_far);  // the live "received" of the metrics page ends where the result does
   // The summary is the (saturating) sum of its rows, whatever the input claimed.
   uint64_t rows_lost = 0, rows_unique = 0, rows_dup = 0, senders_received = 0;
   for (const report::StreamRow& row : sum.streams) {

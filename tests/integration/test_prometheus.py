@@ -215,6 +215,23 @@ with tempfile.TemporaryDirectory() as tmp, Lab("m", subnet=44) as lab:
         c.eq(f"pktgen textfile {name} == JSON {field}", total(s, name), tx1_result[field])
     c.eq("pktgen textfile says the run ended", total(s, "rateline_pktgen_run_ended"), 1)
 
+    # The shipped examples name only series the programs write, and the
+    # scrape config is one Prometheus accepts.
+    docs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs")
+    written = {n for (n, _) in s}
+    for path in rx_prom:
+        with open(path) as f:
+            written |= {n for (n, _) in parse_page(f.read())}
+    with open(os.path.join(docs, "grafana-dashboard.json")) as f:
+        exprs = [t["expr"] for panel in json.load(f)["panels"] for t in panel["targets"]]
+    named = {n for e in exprs for n in re.findall(r"rateline_[a-z_]+", e)}
+    c.eq("series the Grafana dashboard asks for that no page has", sorted(named - written), [])
+    promtool = shutil.which("promtool")
+    if promtool:
+        check = subprocess.run([promtool, "check", "config", os.path.join(docs, "prometheus.yml")],
+                               capture_output=True, text=True, timeout=30)
+        c.eq("promtool check config docs/prometheus.yml", check.returncode, 0)
+
     # A signal ends the linger; the exit code is the run's.
     for p in (rx1, rx2):
         p.send_signal(signal.SIGINT)
