@@ -8,6 +8,7 @@
 #include "pktgen_config.hpp"
 #include "report.hpp"
 #include "setup.hpp"
+#include "util/cli.hpp"
 #include "util/clock.hpp"
 #include "util/privileges.hpp"
 #include "util/stop_signal.hpp"
@@ -56,6 +57,9 @@ int main(int argc, char** argv) {
     publish_metrics(true);
     metrics.linger();
     return rc;
+  } catch (const cli::UsageError& e) {  // found only at set-up (a size beyond the path MTU)
+    std::fprintf(stderr, "pktgen: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "pktgen: %s\n", e.what());
     return 1;

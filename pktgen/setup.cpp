@@ -1,5 +1,7 @@
 #include "setup.hpp"
 
+#include "util/cli.hpp"
+
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -7,6 +9,7 @@
 
 #include "engine/size_mix.hpp"
 #include "net/iface.hpp"
+#include "util/cli.hpp"
 #include "util/clock.hpp"
 #include "util/errors.hpp"
 #include "util/stamp_clock.hpp"
@@ -133,9 +136,11 @@ Run set_up(const Config& cfg) {
   const drivers::BackendDescriptor* asked = drivers::find_backend(cfg.backend);
   if (const uint32_t mtu = cfg.replay || (asked && asked->frames && !asked->kernel_interface) ? 0 : drivers::path_mtu(run.dst, cfg.device);
       mtu && run.sizes.l3 > mtu)
-    throw SetupError("--size " + std::to_string(cfg.size) + " does not fit the path MTU " + std::to_string(mtu) +
-                     " towards " + cfg.dst + ": at most " + std::to_string(mtu - (run.sizes.l3 - cfg.size)) +
-                     " bytes of UDP payload");
+    // Bad usage, not a broken host: the path MTU is what the user asked to send over.
+    throw cli::UsageError((cfg.mix_sizes.empty() ? "--size " + std::to_string(cfg.size)
+                                                 : "the size list's largest, " + std::to_string(cfg.size) + " B of payload,") +
+                          " does not fit the path MTU " + std::to_string(mtu) + " towards " + cfg.dst + ": at most " +
+                          std::to_string(mtu - (run.sizes.l3 - cfg.size)) + " bytes of UDP payload");
   drivers::TxOptions o;
   o.dst = run.dst;
   o.local_ip = cfg.src_ip.empty() ? local_address_towards(run.dst) : cfg.src_ip;

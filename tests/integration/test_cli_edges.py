@@ -217,13 +217,14 @@ with Lab("ce") as lab:
     for p in leftovers(rx_json):
         os.unlink(p)
 
-    # A setup error after the file was opened: the old file stays, nothing is left.
+    # An error found at set-up, after the file was opened: the old file stays, nothing is left.
     with open(tx_json, "w") as f:
         f.write("old\n")
-    t = send(tx_json, size=9000)  # beyond the veth's MTU: found after the JSON file is opened
-    c.true("pktgen setup error: exit 1, says why", t.returncode == 1 and "path MTU" in t.stderr, t.stderr)
-    c.eq("pktgen setup error: the old file is untouched", open(tx_json).read(), "old\n")
-    c.eq("pktgen setup error: no temporary file left", leftovers(tx_json), [])
+    t = send(tx_json, size=9000)  # beyond the veth's MTU: bad usage, found after the JSON file is opened
+    c.true("pktgen --size beyond the path MTU: exit 2, one line, says why",
+           t.returncode == 2 and "path MTU" in t.stderr and len(t.stderr.strip().splitlines()) == 1, t.stderr)
+    c.eq("pktgen set-up error: the old file is untouched", open(tx_json).read(), "old\n")
+    c.eq("pktgen set-up error: no temporary file left", leftovers(tx_json), [])
 
     # A symlink keeps pointing at its (now whole) file.
     link = os.path.join(work, "link.json")

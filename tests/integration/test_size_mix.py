@@ -122,5 +122,8 @@ with tempfile.TemporaryDirectory() as tmp, Lab("m", subnet=65) as lab:
     refused(lab, ["--imix", "--backend", "xdp", "--device", lab.if_a], "sends one size per run", "xdp mix")
     refused(lab, ["--imix", "--backend", "socket", "--gso"], "cannot send a size mix", "gso mix")
     refused(lab, ["--imix", "--ipv6", "--dst", "fd00::2"], "over IPv6", "imix over IPv6")
+    refused(lab, ["--size", "100,9000"], "does not fit the path MTU", "list beyond the MTU")
+    refused(lab, ["--size", "100,9000", "--backend", "afpacket", "--device", lab.if_a, "--dst-mac", mac_b],
+            "does not fit the path MTU", "list beyond the MTU, afpacket")
 
 c.done()
