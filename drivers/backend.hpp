@@ -60,6 +60,7 @@ struct TxOptions {
   int sndbuf_bytes = 0;
   bool gso = false;
   bool ipv6 = false;
+  uint8_t vlan_tags = 0;              // --vlan: tags in each frame's headers
   uint16_t streams = 1;               // stream ids 0 .. streams-1 over all workers
   std::vector<std::string> eal_args;  // --dpdk-args
   topo::Placement placement;

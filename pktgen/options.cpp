@@ -24,14 +24,16 @@ namespace {
 // (read and checked here, so a bad file sends nothing and exits 2).
 // One size of --size, in UDP payload bytes (as_l2: given as an Ethernet
 // frame incl. FCS: less the Ethernet, IP and UDP headers and the FCS).
-uint32_t payload_of_size(const std::string& text, bool as_l2, bool ipv6, uint64_t max_payload) {
+uint32_t payload_of_size(const Config& cfg, const std::string& text, bool as_l2, uint64_t max_payload) {
   const uint64_t given = cli::convert("--size", [&] { return units::parse_bytes(text); });
   if (!as_l2) return static_cast<uint32_t>(cli::in_range<uint64_t>("--size", given, wire::kMinPayloadBytes, max_payload));
-  const uint64_t headers = net::FrameSizes::for_payload(wire::kMinPayloadBytes, ipv6).l2 - wire::kMinPayloadBytes;
+  // A frame size names the untagged frame (RFC 2544's sizes; 802.1Q makes a
+  // tagged frame 4 B longer: 1518 B untagged is 1522 B tagged).
+  const uint64_t headers = net::FrameSizes::for_payload(wire::kMinPayloadBytes, cfg.ipv6).l2 - wire::kMinPayloadBytes;
   if (given < headers + wire::kMinPayloadBytes)
     throw cli::UsageError("--size " + text + " --size-layer l2: a " + text + " B frame leaves " +
                           (given > headers ? std::to_string(given - headers) : std::string("no")) + " B of UDP payload" +
-                          (ipv6 ? " over IPv6" : "") + "; rateline's header needs 18 (the smallest frame here is " +
+                          (cfg.ipv6 ? " over IPv6" : "") + "; rateline's header needs 18 (the smallest frame here is " +
                           std::to_string(headers + wire::kMinPayloadBytes) + " B)");
   return static_cast<uint32_t>(cli::in_range<uint64_t>("--size", given - headers, wire::kMinPayloadBytes, max_payload));
 }
@@ -52,14 +54,14 @@ void parse_sizes(Config& cfg, const std::string& size, const std::string& weight
   cfg.sizes_as_l2 = as_l2;
   if (sizes.size() == 1) {
     if (!weights.empty()) throw cli::UsageError("--weights " + weights + " needs a size list (--size 64,594,1518)");
-    cfg.size = payload_of_size(sizes[0], as_l2, cfg.ipv6, max_payload);
+    cfg.size = payload_of_size(cfg, sizes[0], as_l2, max_payload);
     return;
   }
   if (sizes.size() > engine::kMaxMixSizes)
     throw cli::UsageError("--size: " + std::to_string(sizes.size()) + " sizes; a mix has at most " +
                           std::to_string(engine::kMaxMixSizes));
   for (const std::string& s : sizes) {
-    const uint32_t payload = payload_of_size(s, as_l2, cfg.ipv6, max_payload);
+    const uint32_t payload = payload_of_size(cfg, s, as_l2, max_payload);
     for (uint32_t earlier : cfg.mix_sizes)
       if (earlier == payload) throw cli::UsageError("--size " + size + " lists " + s + " twice: give each size once, with its weight");
     cfg.mix_sizes.push_back(payload);
@@ -84,6 +86,36 @@ void parse_sizes(Config& cfg, const std::string& size, const std::string& weight
                             std::to_string(engine::kMaxMixCycle) + " (the cycle the sizes follow)");
   }
   cfg.size = *std::max_element(cfg.mix_sizes.begin(), cfg.mix_sizes.end());
+}
+
+}  // namespace
+
+std::string vlan_needs_frames(const std::string& backend) {
+  return "--vlan: --backend " + backend + " sends through the kernel's IP stack, which cannot tag; give a raw " +
+         "backend (afpacket, afxdp, xdp, dpdk) or send to the address of a VLAN interface (ip link add link IF " +
+         "name IF.ID type vlan id ID)";
+}
+
+namespace {
+
+// --vlan ID[:PCP][,ID[:PCP]]: one 802.1Q tag, or QinQ (outer first).
+std::vector<uint16_t> parse_vlan(const std::string& text) {
+  const std::vector<std::string> tags = split_list(text);
+  if (tags.size() > net::kMaxVlanTags)
+    throw cli::UsageError("--vlan " + text + ": at most two tags (QinQ: outer,inner)");
+  std::vector<uint16_t> tci;
+  for (const std::string& tag : tags) {
+    const size_t colon = tag.find(':');
+    const std::string id = tag.substr(0, colon), pcp = colon == std::string::npos ? "0" : tag.substr(colon + 1);
+    const auto number = [](const std::string& s) {
+      return !s.empty() && s.size() <= 5 && s.find_first_not_of("0123456789") == std::string::npos ? std::stoul(s) : ~0ul;
+    };
+    if (number(id) > 4094)
+      throw cli::UsageError("--vlan " + text + ": a VLAN id is a whole number from 0 to 4094 (4095 is reserved)");
+    if (number(pcp) > 7) throw cli::UsageError("--vlan " + text + ": a priority (PCP, after the colon) is 0 to 7");
+    tci.push_back(static_cast<uint16_t>(number(pcp) << 13 | number(id)));
+  }
+  return tci;
 }
 
 void check_file_options(Config& cfg) {
@@ -134,7 +166,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
   std::string weights, size_layer = "payload";
   bool imix = false;
   std::string src_ports, flows_random, batch = "32", sndbuf, end_markers = "3";
-  std::string dst;
+  std::string dst, vlan;
   app.add_option("-b,--burst", burst, "packets per burst (udp_bench b)")->capture_default_str();
   app.add_option("-t,--delay", delay, "wait between bursts (udp_bench t): ms by default, or 250us, 1.5ms, 2s, 0")
       ->capture_default_str();
@@ -169,6 +201,8 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--sndbuf", sndbuf, "socket send buffer bytes (4M, 256k)");
   app.add_option("--device", cfg.device, "send through this interface (SO_BINDTODEVICE; raw backends: the interface; dpdk: the port, by id or name)");
   app.add_option("--dst-mac", cfg.dst_mac, "raw backends: destination MAC (default: the kernel's neighbour entry)");
+  app.add_option("--vlan", vlan, "raw backends: an 802.1Q tag ID[:PCP] (100, 100:5), or QinQ outer,inner "
+                 "(200,100:5); the socket path cannot tag (send to a VLAN interface instead)");
   app.add_option("--src-ip", cfg.src_ip, "raw backends: source address (default: the kernel's choice towards --dst)");
   std::string dpdk_args;
   app.add_option("--dpdk-args", dpdk_args,
@@ -225,6 +259,12 @@ int parse_options(int argc, char** argv, Config& cfg) {
       size_layer = "l2";
       weights = "7,4,1";
     }
+    if (!vlan.empty()) {
+      cfg.vlan_tci = parse_vlan(vlan);
+      // auto: checked once it has chosen (setup.cpp).
+      if (cfg.backend != "auto" && !drivers::describe_backend(cfg.backend).frames) throw cli::UsageError(vlan_needs_frames(cfg.backend));
+      if (!cfg.replay_path.empty()) throw cli::UsageError("--replay sends the capture's frames byte for byte: drop --vlan");
+    }
     parse_sizes(cfg, size, weights, size_layer == "l2", max_payload);
     if (!rate.empty()) {
       if (cfg.delay_ns) throw cli::UsageError("--rate and --delay both space bursts: give one of them");
@@ -233,7 +273,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
     cfg.rate_layer = rate_layer == "l1" ? RateLayer::l1 : rate_layer == "l2" ? RateLayer::l2 : RateLayer::payload;
     if (cfg.rate) {
       // Bursts at most an hour apart (the --delay limit): a slower rate overflows the pacer's ns deadlines.
-      const net::FrameSizes fs = net::FrameSizes::for_payload(cfg.size, cfg.ipv6);
+      const net::FrameSizes fs = cfg.frame_sizes(cfg.size);
       const uint32_t bytes = cfg.rate_layer == RateLayer::l1 ? fs.l1 : cfg.rate_layer == RateLayer::l2 ? fs.l2 : fs.payload;
       const double pps = cfg.rate->unit == units::RateUnit::pps ? cfg.rate->value : cfg.rate->value / (8.0 * bytes);
       if (cfg.burst / pps > 3600.0)

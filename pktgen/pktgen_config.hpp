@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "net/frame.hpp"
 #include "net/pcap_file.hpp"
 #include "report/metrics_server.hpp"
 #include "util/units.hpp"
@@ -42,6 +43,9 @@ struct Config {
   std::string device;
   std::string dst_mac;       // raw backends: destination MAC; default from the neighbour table
   std::string src_ip;        // raw backends: source address; default the kernel's choice towards dst
+  // --vlan: 802.1Q tag control words (PCP << 13 | VID), outermost first;
+  // two are QinQ (an 802.1ad S-tag, then a C-tag). Raw backends only.
+  std::vector<uint16_t> vlan_tci;
   std::vector<std::string> dpdk_args;  // EAL arguments: --dpdk-args split at spaces, then all after "--"
   uint32_t end_markers = 3;
   bool gso = false;
@@ -52,7 +56,15 @@ struct Config {
   std::string replay_path;  // --replay: send this capture's frames as they are
   std::shared_ptr<const net::PcapFrames> replay;  // its frames, read and checked by parse_options
   report::MetricsOptions metrics;  // --metrics, --metrics-textfile, --metrics-linger
+
+  // A packet of `payload` bytes at each layer, VLAN tags included.
+  net::FrameSizes frame_sizes(uint32_t payload) const {
+    return net::FrameSizes::for_payload(payload, ipv6, static_cast<unsigned>(vlan_tci.size()));
+  }
 };
+
+// The line that refuses --vlan on a backend that sends through the IP stack.
+std::string vlan_needs_frames(const std::string& backend);
 
 // Parses argv into cfg. Returns -1 to run, else the exit code (help: 0, bad input: 2).
 int parse_options(int argc, char** argv, Config& cfg);

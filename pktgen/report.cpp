@@ -26,11 +26,27 @@ std::string mix_text(const Config& cfg) {
   std::string l2, payload, weights;
   for (size_t i = 0; i < cfg.mix_sizes.size(); ++i) {
     const char* sep = i ? "/" : "";
-    l2 += sep + std::to_string(net::FrameSizes::for_payload(cfg.mix_sizes[i], cfg.ipv6).l2);
+    l2 += sep + std::to_string(cfg.frame_sizes(cfg.mix_sizes[i]).l2);
     payload += sep + std::to_string(cfg.mix_sizes[i]);
     weights += (i ? ":" : "") + std::to_string(cfg.mix_weights[i]);
   }
   return l2 + " B L2 frames (" + payload + " B payload), weights " + weights;
+}
+
+// --vlan as said at start: "802.1Q VLAN 100 PCP 5" or "QinQ: S-VLAN 200, C-VLAN 100 PCP 5".
+std::string vlan_text(const Config& cfg) {
+  const auto tag = [](uint16_t tci) {
+    return std::to_string(tci & 0x0fff) + ((tci >> 13) ? " PCP " + std::to_string(tci >> 13) : "");
+  };
+  if (cfg.vlan_tci.size() == 1) return "802.1Q VLAN " + tag(cfg.vlan_tci[0]);
+  return "QinQ: S-VLAN " + tag(cfg.vlan_tci[0]) + " (802.1ad), C-VLAN " + tag(cfg.vlan_tci[1]);
+}
+
+nlohmann::json vlan_json(const Config& cfg) {
+  if (cfg.vlan_tci.empty()) return nullptr;
+  nlohmann::json tags = nlohmann::json::array();
+  for (uint16_t tci : cfg.vlan_tci) tags.push_back({{"id", tci & 0x0fff}, {"pcp", tci >> 13}});
+  return tags;
 }
 
 // A size mix's sizes (null for one size), with what was sent of each when `sent` is given.
@@ -38,7 +54,7 @@ nlohmann::json mix_json(const Config& cfg, const std::vector<uint64_t>* sent) {
   if (cfg.mix_sizes.empty()) return nullptr;
   nlohmann::json sizes = nlohmann::json::array();
   for (size_t i = 0; i < cfg.mix_sizes.size(); ++i) {
-    nlohmann::json one = {{"payload", cfg.mix_sizes[i]}, {"l2", net::FrameSizes::for_payload(cfg.mix_sizes[i], cfg.ipv6).l2},
+    nlohmann::json one = {{"payload", cfg.mix_sizes[i]}, {"l2", cfg.frame_sizes(cfg.mix_sizes[i]).l2},
                           {"weight", cfg.mix_weights[i]}};
     if (sent) {
       one["sent"] = (*sent)[i];
@@ -71,6 +87,9 @@ void report_start(const Config& cfg, const Run& run, report::JsonLines& json) {
                 cfg.replay_path.c_str(), run.sizes.payload, cfg.replay->max_len,
                 cfg.count ? "--count frames, looping over the file" : cfg.duration_ns ? "looping until --duration" : "the file once");
   for (const std::string& line : run.backend->start_lines()) std::printf("pktgen: %s\n", line.c_str());
+  if (!cfg.vlan_tci.empty())
+    std::printf("pktgen: tagged %s: frames %u B longer than untagged (L2 sizes and rates include the tags)\n", vlan_text(cfg).c_str(),
+                static_cast<unsigned>(cfg.vlan_tci.size() * net::kVlanTagBytes));
   std::printf("pktgen: send stamps: %s\n", run.stamps.c_str());
   if (run.asked_pps) {
     const double pps = *run.asked_pps;
@@ -84,7 +103,7 @@ void report_start(const Config& cfg, const Run& run, report::JsonLines& json) {
               {"backend", run.choice.backend->name}, {"backend_note", run.choice.note},
               {"burst", cfg.burst}, {"delay_ns", cfg.delay_ns}, {"count", cfg.count},
               {"size", cfg.mix_sizes.empty() ? nlohmann::json(cfg.size) : nlohmann::json(nullptr)},
-              {"sizes", mix_json(cfg, nullptr)},
+              {"sizes", mix_json(cfg, nullptr)}, {"vlan", vlan_json(cfg)},
               {"threads", cfg.threads}, {"streams", run.streams}, {"sender_id", run.sender_id},
               {"flows_random_seed", cfg.flows_random_seed ? nlohmann::json(*cfg.flows_random_seed) : nlohmann::json(nullptr)},
               {"placement", run.placement.text}, {"stamps", run.stamps},
@@ -163,7 +182,7 @@ int report_result(const Config& cfg, const Run& run, report::JsonLines& json) {
               r.payload_mbps, r.pps, r.l2_mbps, r.l1_mbps);
   for (size_t k = 0; k < mix_sent.size(); ++k)
     std::printf("size %5u B L2 (%5u B payload), weight %u: sent %" PRIu64 " (%.2f%%), %" PRIu64 " payload bytes\n",
-                net::FrameSizes::for_payload(cfg.mix_sizes[k], cfg.ipv6).l2, cfg.mix_sizes[k], cfg.mix_weights[k],
+                cfg.frame_sizes(cfg.mix_sizes[k]).l2, cfg.mix_sizes[k], cfg.mix_weights[k],
                 mix_sent[k], total.packets ? 100.0 * static_cast<double>(mix_sent[k]) / static_cast<double>(total.packets) : 0.0,
                 mix_sent[k] * cfg.mix_sizes[k]);
   if (pct) std::printf("line rate: %.1f%% of %s (L1 bits)%s\n", *pct, run.link.text().c_str(), run.link.nominal ? ", nominal speed" : "");

@@ -81,7 +81,7 @@ MeanFrame mean_frame(const Config& cfg, const net::FrameSizes& sizes) {
   MeanFrame m;
   double weights = 0;
   for (size_t i = 0; i < cfg.mix_sizes.size(); ++i) {
-    const net::FrameSizes s = net::FrameSizes::for_payload(cfg.mix_sizes[i], cfg.ipv6);
+    const net::FrameSizes s = cfg.frame_sizes(cfg.mix_sizes[i]);
     const double w = cfg.mix_weights[i];
     m.payload += w * s.payload;
     m.l2 += w * s.l2;
@@ -129,7 +129,7 @@ std::string engine_stamps() {
 Run set_up(const Config& cfg) {
   Run run;
   run.dst = drivers::make_address(cfg.dst, cfg.port);  // checked by parse_options
-  run.sizes = net::FrameSizes::for_payload(cfg.size, cfg.ipv6);
+  run.sizes = cfg.frame_sizes(cfg.size);
   if (cfg.replay) run.sizes = replay_sizes(*cfg.replay);
   run.mean = mean_frame(cfg, run.sizes);
   // A backend whose frames bypass the kernel (a DPDK port) has no path MTU: its own setup checks.
@@ -150,6 +150,8 @@ Run set_up(const Config& cfg) {
   run.choice = drivers::choose_backend(cfg.backend, drivers::Direction::tx, o.kernel_path.why_not.empty(),
                                        o.kernel_path.why_not);
   const drivers::BackendDescriptor& desc = *run.choice.backend;
+  if (!cfg.vlan_tci.empty() && !desc.frames)
+    throw cli::UsageError(vlan_needs_frames(cfg.backend == "auto" ? std::string("auto (") + desc.name + " here)" : cfg.backend));
   run.placement = topo::place_workers(cfg.threads, cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores);
 
   // Flows: one per source port, dealt round-robin to workers; stream id = flow index.
@@ -171,6 +173,9 @@ Run set_up(const Config& cfg) {
   o.sndbuf_bytes = cfg.sndbuf_bytes;
   o.gso = cfg.gso;
   o.ipv6 = cfg.ipv6;
+  o.vlan_tags = static_cast<uint8_t>(cfg.vlan_tci.size());
+  o.kernel_path.endpoints.vlan_tags = o.vlan_tags;
+  std::copy(cfg.vlan_tci.begin(), cfg.vlan_tci.end(), o.kernel_path.endpoints.vlan_tci.begin());
   o.streams = run.streams;
   o.dst_mac = cfg.dst_mac;
   o.eal_args = cfg.dpdk_args;
@@ -200,6 +205,8 @@ Run set_up(const Config& cfg) {
         net::UdpEndpoints ep = path.endpoints;
         // Frames bind no socket: an unset source port gets a fixed one per stream.
         ep.src_port = ports[f] ? ports[f] : static_cast<uint16_t>(40000 + f);
+        ep.vlan_tags = static_cast<uint8_t>(cfg.vlan_tci.size());
+        std::copy(cfg.vlan_tci.begin(), cfg.vlan_tci.end(), ep.vlan_tci.begin());
         flow.headers_len = static_cast<uint32_t>(net::build_udp_headers(flow.headers, ep, cfg.size));
         net::build_udp_headers(flow.end_headers, ep, end_len);
         for (uint32_t payload : cfg.mix_sizes) {
@@ -235,6 +242,7 @@ Run set_up(const Config& cfg) {
     plan.batch = cfg.batch;
     if (cfg.flows_random_seed) plan.flow_shuffle_seed = *cfg.flows_random_seed + i;  // each worker its own orders
     plan.ipv6 = cfg.ipv6;
+    plan.vlan_tags = static_cast<uint8_t>(cfg.vlan_tci.size());
     run.workers.push_back(std::move(w));
   }
   return run;

@@ -65,7 +65,7 @@ extern const BackendDescriptor afpacket_backend = {
     .open_tx = [](const TxOptions& o) -> std::unique_ptr<TxBackend> {
       RawTxConfig c;
       c.iface = o.kernel_path.iface;
-      c.max_frame_bytes = static_cast<uint32_t>(net::headers_len(o.ipv6)) + o.slot_bytes;
+      c.max_frame_bytes = static_cast<uint32_t>(net::headers_len(o.ipv6, o.vlan_tags)) + o.slot_bytes;
       c.batch = o.batch;
       return std::make_unique<QueueTxBackend<AfPacketTxQueue, RawTxConfig>>([c](const TxWorker&) { return c; });
     },

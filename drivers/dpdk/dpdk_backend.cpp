@@ -24,7 +24,7 @@ class DpdkTx : public QueueTxBackend<DpdkTxQueue, DpdkTxConfig> {
   explicit DpdkTx(const TxOptions& o)
       : QueueTxBackend([this](const TxWorker& w) { return port_.tx_config(w.index); }),
         port_(DpdkPortConfig{"pktgen", o.eal_args, o.device, o.placement.main_cpu, o.placement.worker_cpus, true,
-                             static_cast<uint32_t>(net::headers_len(o.ipv6)) + o.slot_bytes, o.batch, o.dst.ip()}) {}
+                             static_cast<uint32_t>(net::headers_len(o.ipv6, o.vlan_tags)) + o.slot_bytes, o.batch, o.dst.ip()}) {}
 
   // MACs from the port (or the kernel side it rides on), addresses from --dst and --src-ip.
   FramePath frame_path(const TxOptions& o) const override {

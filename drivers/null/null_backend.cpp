@@ -23,7 +23,7 @@ class NullTx : public TxBackend {
   FramePath frame_path(const TxOptions& o) const override { return no_wire_frame_path(o, "null"); }
   engine::TxResult run(const TxWorker&, const engine::TxPlan& plan, stats::TxSnapshotRing& snapshots,
                        const std::atomic<bool>& stop, const std::function<void()>& ready) override {
-    const uint32_t frame_bytes = static_cast<uint32_t>(net::headers_len(plan.ipv6)) +
+    const uint32_t frame_bytes = static_cast<uint32_t>(net::headers_len(plan.ipv6, plan.vlan_tags)) +
                                  std::max(plan.payload.len, plan.end_payload.len);
     NullTxQueue q(batch_, std::max(frame_bytes, plan.replay ? plan.replay->max_len : 0));
     ready();

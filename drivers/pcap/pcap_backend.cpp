@@ -40,7 +40,7 @@ class PcapTx : public TxBackend {
     PcapTxConfig c;
     c.fd = fd_.get();
     c.batch = batch_;
-    c.headers_len = static_cast<uint32_t>(net::headers_len(plan.ipv6));
+    c.headers_len = static_cast<uint32_t>(net::headers_len(plan.ipv6, plan.vlan_tags));
     c.frame_bytes = std::max(c.headers_len + slot_bytes_, plan.replay ? plan.replay->max_len : 0);
     c.epoch_offset_ns = realtime_minus_monotonic_ns();
     PcapTxQueue q(c);

@@ -24,7 +24,7 @@ namespace {
 class XdpTx : public TxBackend {
  public:
   explicit XdpTx(const TxOptions& o)
-      : program_(XdpTxConfig{o.kernel_path.iface, o.ipv6, o.payload_bytes, o.streams, o.batch}) {}
+      : program_(XdpTxConfig{o.kernel_path.iface, o.ipv6, o.payload_bytes, o.streams, o.batch, o.kernel_path.endpoints}) {}
   std::vector<std::string> start_lines() const override { return {program_.note()}; }
   std::optional<std::string> stamp_source() const override {
     return std::string("bpf_ktime_get_ns() in the kernel, once per ") + std::to_string(RL_STAMP_EVERY) +

@@ -160,6 +160,8 @@ RL_INLINE rl_u64 rl_extend_stamp48(rl_u64 low48, rl_u64 near) {
 
 /* Per run, fixed before load (.rodata: the verifier sees constants). Every
  * stream of a run has the same frame layout and payload length. */
+#define RL_MAX_L2_BYTES 24 /* 14 + two 4-byte tags, rounded up to a word */
+
 struct rl_tx_config {
   rl_u32 payload_off;  /* Ethernet + IP + UDP header bytes */
   rl_u32 udp_off;      /* where the UDP header starts */
@@ -168,9 +170,12 @@ struct rl_tx_config {
   rl_u32 tail_bytes;   /* wire::PayloadPlan::tail_bytes */
   rl_u32 max_streams;  /* entries of tx_streams */
   rl_u32 short_form;   /* data packets use the short form (payload_len < RL_HEADER_BYTES) */
-  rl_u32 pad;
+  rl_u32 l2_len;       /* VLAN-tagged frames: Ethernet header and tags, rewritten per frame; 0 untagged */
   rl_u64 sum_odd;      /* wire::PayloadPlan::sum_odd */
   rl_u64 sum_i_odd;    /* wire::PayloadPlan::sum_i_odd */
+  /* Those bytes (every flow has the same MACs and tags). A frame's page is
+   * recycled; a veth peer that pops a tag moves the MACs inside it. */
+  rl_u8 l2[RL_MAX_L2_BYTES];
 };
 
 /* One entry per stream in tx_streams (an mmapable array). Single writer:

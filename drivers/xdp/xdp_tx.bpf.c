@@ -141,8 +141,17 @@ int rateline_gen(struct xdp_md *ctx) {
   void *end = (void *)(long)ctx->data_end;
   const __u32 *meta = (void *)(long)ctx->data_meta;
   if ((void *)(meta + 1) > data || *meta != RL_GEN_META_MAGIC) return XDP_PASS;  // a real frame: not ours to touch
+  // cfg is .rodata: for an untagged run the verifier drops this branch.
+  if (cfg.l2_len) {
+    if (data + RL_MAX_L2_BYTES > end) return XDP_DROP;
+    __u8 *l2 = data;
+    for (__u32 k = 0; k < RL_MAX_L2_BYTES; k++) {
+      if (k >= cfg.l2_len) break;
+      l2[k] = cfg.l2[k];
+    }
+  }
   __u8 *pl = data + cfg.payload_off;
-  // cfg is .rodata: for a long-form run the verifier drops this branch.
+  // For a long-form run the verifier drops this branch.
   if (cfg.short_form && (void *)(pl + 1) <= end && pl[0] == RL_SHORT_TAG)
     return gen_short(pl, end, data + cfg.udp_off);
   if ((void *)(pl + RL_HEADER_BYTES) > end) return XDP_DROP;

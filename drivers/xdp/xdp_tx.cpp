@@ -32,7 +32,7 @@ static_assert(RL_HEADER_BYTES == wire::kHeaderBytes && RL_FIRST_PATTERN_WORD == 
 static_assert(RL_END_BODY_BYTES == wire::kEndMarkerBodyBytes && RL_END_MIN_BYTES == wire::kEndMarkerMinPayloadBytes);
 static_assert(RL_PATTERN_STEP == wire::kPatternStep);
 static_assert(sizeof(rl_tx_stream) == 64, "one cache line per stream");
-static_assert(sizeof(rl_tx_config) == 48);
+static_assert(sizeof(rl_tx_config) == 48 + RL_MAX_L2_BYTES);
 static_assert(RL_SHORT_HEADER_BYTES == wire::kShortHeaderBytes && RL_SHORT_TAG == wire::kShortTag &&
               RL_SHORT_VERSION_KIND == wire::kShortVersionKind && RL_SHORT_LIMIT == wire::kShortSeqLimit);
 
@@ -79,8 +79,8 @@ std::vector<uint8_t> end_frame(const engine::TxFlow& f, const engine::TxPlan& pl
 // The constant parts of both checksums for one flow's template (see
 // rl_tx_stream): the program adds the varying words per frame.
 rl_tx_stream stream_constants(const uint8_t* frame, uint32_t headers_len, bool ipv6, const wire::PayloadPlan& pl) {
-  const uint8_t* l3 = frame + net::kEthHeaderBytes;
   const uint8_t* udp = frame + headers_len - net::kUdpHeaderBytes;
+  const uint8_t* l3 = udp - (ipv6 ? net::kIpv6HeaderBytes : net::kIpv4HeaderBytes);  // after any VLAN tags
   const uint8_t* p = frame + headers_len;
   const uint32_t udp_len = static_cast<uint32_t>(net::kUdpHeaderBytes) + pl.len;
   uint64_t ones = 0;
@@ -115,7 +115,7 @@ uint64_t load_relaxed(const uint64_t& v) { return __atomic_load_n(&v, __ATOMIC_R
 }  // namespace
 
 XdpTxProgram::XdpTxProgram(const XdpTxConfig& cfg) : cfg_(cfg) {
-  const uint32_t headers = static_cast<uint32_t>(net::headers_len(cfg.ipv6));
+  const uint32_t headers = static_cast<uint32_t>(net::headers_len(cfg.ipv6, cfg.l2.vlan_tags));
   const uint32_t longest = headers + std::max(cfg.payload_len, wire::end_marker_plan(cfg.payload_len).len);
   const auto page = static_cast<uint32_t>(sysconf(_SC_PAGESIZE));
   const uint32_t max_frame = page - kXdpHeadroom - kSharedInfoBytes;
@@ -134,6 +134,12 @@ XdpTxProgram::XdpTxProgram(const XdpTxConfig& cfg) : cfg_(cfg) {
   rc.short_form = pl.short_form ? 1 : 0;
   rc.sum_odd = pl.sum_odd;
   rc.sum_i_odd = pl.sum_i_odd;
+  if (cfg.l2.vlan_tags) {
+    std::array<uint8_t, net::kMaxHeadersBytes> h{};
+    net::build_udp_headers(h, cfg.l2, 0);
+    rc.l2_len = static_cast<uint32_t>(net::kEthHeaderBytes + cfg.l2.vlan_tags * net::kVlanTagBytes);
+    std::copy_n(h.begin(), rc.l2_len, rc.l2);
+  }
 
   obj_ = std::make_unique<BpfObject>(kXdpTxObject, kXdpTxObject_size, "rateline_gen");
   obj_->set_rodata(&rc, sizeof rc);

@@ -40,6 +40,7 @@ struct XdpTxConfig {
   uint32_t payload_len = 0;  // data packets' UDP payload
   uint32_t streams = 1;      // stream ids 0 .. streams-1
   uint32_t batch = 64;       // frames per kernel batch (devmap flush), at most 256
+  net::UdpEndpoints l2;      // MACs and 802.1Q tags (--vlan) of every frame
 };
 
 class XdpTxProgram {

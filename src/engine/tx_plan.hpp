@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "net/frame.hpp"
 #include "net/pcap_file.hpp"
 #include "pace/pacer.hpp"
 #include "stats/counters.hpp"
@@ -21,14 +22,14 @@ struct TxFlow {
   uint64_t next_seq = 0;     // = data packets sent on this stream so far
   // Ethernet-layer backends only: Ethernet+IP+UDP headers, UDP checksum
   // field holding the header-only partial sum (net::build_udp_headers).
-  std::array<uint8_t, 64> headers{};
-  std::array<uint8_t, 64> end_headers{};  // same, for the end markers' length
+  std::array<uint8_t, net::kMaxHeadersBytes> headers{};
+  std::array<uint8_t, net::kMaxHeadersBytes> end_headers{};  // same, for the end markers' length
   uint32_t headers_len = 0;
   uint64_t udp_sum = 0;  // net::udp_headers_sum of `headers`, set by run_tx
   // A size mix (TxPlan::mix), Ethernet-layer backends: the same headers for
   // each size class's lengths, and their sums (set by run_tx).
   struct SizedHeaders {
-    std::array<uint8_t, 64> bytes{};
+    std::array<uint8_t, net::kMaxHeadersBytes> bytes{};
     uint64_t udp_sum = 0;
   };
   std::vector<SizedHeaders> mix_headers;
@@ -51,6 +52,7 @@ struct TxPlan {
   uint32_t batch = 32;
   std::optional<uint64_t> flow_shuffle_seed;  // set: each round of flow turns in a random order (--flows-random)
   bool ipv6 = false;
+  uint8_t vlan_tags = 0;  // 802.1Q tags in every flow's headers (--vlan)
   uint64_t publish_every_ns = 100'000'000;
   uint64_t stall_timeout_ns = 2'000'000'000;  // no slot taken this long: give up, say so
   std::vector<TxFlow> flows;

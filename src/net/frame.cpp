@@ -49,29 +49,51 @@ IpAddress IpAddress::v6(const in6_addr& a) {
   return r;
 }
 
-FrameSizes FrameSizes::for_payload(uint32_t payload_bytes, bool ipv6, bool vlan) {
+FrameSizes FrameSizes::for_payload(uint32_t payload_bytes, bool ipv6, unsigned vlan_tags) {
   FrameSizes s;
   s.payload = payload_bytes;
   s.l3 = payload_bytes + static_cast<uint32_t>(kUdpHeaderBytes + (ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes));
-  s.l2 = s.l3 + static_cast<uint32_t>(kEthHeaderBytes + kFcsBytes + (vlan ? kVlanTagBytes : 0));
+  s.l2 = s.l3 + static_cast<uint32_t>(kEthHeaderBytes + kFcsBytes + vlan_tags * kVlanTagBytes);
   s.l2 = std::max<uint32_t>(s.l2, kMinFrameBytes);
   s.l1 = s.l2 + static_cast<uint32_t>(kL1OverheadBytes);
   return s;
 }
 
-size_t headers_len(bool ipv6) {
-  return kEthHeaderBytes + (ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes) + kUdpHeaderBytes;
+size_t headers_len(bool ipv6, unsigned vlan_tags) {
+  return kEthHeaderBytes + vlan_tags * kVlanTagBytes + (ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes) + kUdpHeaderBytes;
 }
+
+namespace {
+
+// Where the IP header of a frame built by build_udp_headers starts: after
+// the Ethernet header and the VLAN tags it carries.
+size_t l3_offset(const uint8_t* frame) {
+  size_t off = 12;
+  for (size_t tags = 0; tags < kMaxVlanTags; ++tags) {
+    const uint16_t type = get16(frame + off);
+    if (type != kEtherTypeVlan && type != kEtherTypeQinQ) break;
+    off += kVlanTagBytes;
+  }
+  return off + 2;
+}
+
+}  // namespace
 
 size_t build_udp_headers(std::span<uint8_t> out, const UdpEndpoints& ep, uint32_t payload_len) {
   const bool v6 = ep.dst_ip.is_v6;
-  const size_t hl = headers_len(v6);
+  const unsigned tags = std::min<unsigned>(ep.vlan_tags, kMaxVlanTags);
+  const size_t hl = headers_len(v6, tags);
   if (out.size() < hl) return 0;
   uint8_t* p = out.data();
   std::memcpy(p, ep.dst_mac.data(), 6);
   std::memcpy(p + 6, ep.src_mac.data(), 6);
-  put16(p + 12, v6 ? kEtherTypeIpv6 : kEtherTypeIpv4);
-  uint8_t* l3 = p + kEthHeaderBytes;
+  size_t off = 12;
+  for (unsigned t = 0; t < tags; ++t, off += kVlanTagBytes) {
+    put16(p + off, tags == 2 && t == 0 ? kEtherTypeQinQ : kEtherTypeVlan);
+    put16(p + off + 2, ep.vlan_tci[t]);
+  }
+  put16(p + off, v6 ? kEtherTypeIpv6 : kEtherTypeIpv4);
+  uint8_t* l3 = p + off + 2;
   const uint32_t udp_len = payload_len + static_cast<uint32_t>(kUdpHeaderBytes);
   uint8_t* udp;
   if (v6) {
@@ -104,7 +126,7 @@ size_t build_udp_headers(std::span<uint8_t> out, const UdpEndpoints& ep, uint32_
 }
 
 void udp_finish_checksum(std::span<uint8_t> frame, bool ipv6) {
-  uint8_t* l3 = frame.data() + kEthHeaderBytes;
+  uint8_t* l3 = frame.data() + l3_offset(frame.data());
   uint8_t* udp = l3 + (ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes);
   const uint32_t udp_len = get16(udp + 4);
   udp[6] = udp[7] = 0;
@@ -116,7 +138,7 @@ void udp_finish_checksum(std::span<uint8_t> frame, bool ipv6) {
 }
 
 uint64_t udp_headers_sum(std::span<const uint8_t> headers, bool ipv6) {
-  const uint8_t* l3 = headers.data() + kEthHeaderBytes;
+  const uint8_t* l3 = headers.data() + l3_offset(headers.data());
   const uint8_t* udp = l3 + (ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes);
   uint64_t acc = pseudo_header_sum(l3, ipv6, get16(udp + 4));
   return ones_sum(udp, kUdpHeaderBytes - 2, acc);  // the checksum field itself counts as zero

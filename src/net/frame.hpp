@@ -53,7 +53,13 @@ struct UdpEndpoints {
   uint16_t src_port = 0;  // host order
   uint16_t dst_port = 0;  // host order
   uint8_t ttl = 64;
+  // 802.1Q tags, outermost first: none, one C-tag (TPID 0x8100), or QinQ,
+  // an S-tag (TPID 0x88a8) then a C-tag. Each is a TCI: PCP << 13 | VID.
+  uint8_t vlan_tags = 0;
+  std::array<uint16_t, 2> vlan_tci{};
 };
+
+inline constexpr size_t kMaxVlanTags = 2;
 
 // Sizes of one UDP datagram at each layer, for rate reporting (REFERENCE.md).
 struct FrameSizes {
@@ -62,15 +68,18 @@ struct FrameSizes {
   uint32_t l2 = 0;       // Ethernet frame incl. FCS, padded to 64
   uint32_t l1 = 0;       // l2 + preamble/SFD/IFG
 
-  static FrameSizes for_payload(uint32_t payload_bytes, bool ipv6, bool vlan = false);
+  static FrameSizes for_payload(uint32_t payload_bytes, bool ipv6, unsigned vlan_tags = 0);
 };
 
 // Writes Ethernet + IP + UDP headers for `payload_len` bytes of payload into
 // `out` (must hold headers_len()). The IP checksum is final; the UDP checksum
 // field is left as the checksum of headers and pseudo-header only: finish it
 // per packet with udp_finish_checksum().
-size_t headers_len(bool ipv6);
+size_t headers_len(bool ipv6, unsigned vlan_tags = 0);
 size_t build_udp_headers(std::span<uint8_t> out, const UdpEndpoints& ep, uint32_t payload_len);
+// The largest headers build_udp_headers writes (IPv6, two tags): what a
+// buffer that holds any flow's headers needs.
+inline constexpr size_t kMaxHeadersBytes = 14 + 2 * 4 + 40 + 8;
 
 // Fills in the UDP checksum of a frame built by build_udp_headers whose
 // payload is now in place. Computes over pseudo-header, UDP header, payload.

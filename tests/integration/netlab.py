@@ -216,10 +216,10 @@ def tx_eal(lab, backend):
     return ["--", "--no-pci", f"--vdev=net_af_packet0,iface={lab.if_a}", "--log-level=*:error"] if backend == "dpdk" else []
 
 
-def capture(lab, pcap):
-    """tcpdump on side b's veth (UDP port 9000) into pcap; stop it with SIGINT."""
+def capture(lab, pcap, expr=("udp", "port", "9000")):
+    """tcpdump on side b's veth (UDP port 9000, or expr; () for every frame) into pcap; stop it with SIGINT."""
     cap = subprocess.Popen(["ip", "netns", "exec", lab.ns_b, "tcpdump", "-n", "-U", "-s", "0", "-B", "16384", "-i", lab.if_b,
-                            "-w", pcap, "udp", "port", "9000"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            "-w", pcap, *expr], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                            text=True)
     lab.procs.append(cap)
     cap.stderr.readline()  # "listening on ..."
@@ -253,3 +253,15 @@ def run_pair(lab, c, tmp, tx_b, rx_b, mac_b, tx_extra, tag):
         print(err[-1200:])
     delta = lab.counter("b", "rx_packets") - before
     return result_record(tx_json, "pktgen"), result_record(rx_json, "rx"), delta
+
+
+def refused_usage(lab, c, args, want, tag):
+    """pktgen (side a, towards side b unless args give --dst) with bad args: exit 2, one line saying want, nothing sent."""
+    before = lab.counter("a", "tx_packets")
+    dst = [] if "--dst" in args else ["--dst", lab.ip_b]
+    p = subprocess.run(["ip", "netns", "exec", lab.ns_a, PKTGEN, *dst, "--count", "10", *args],
+                       capture_output=True, text=True, timeout=30)
+    lines = [line for line in p.stderr.splitlines() if line.strip()]
+    c.eq(f"bad input {tag}: exit code", p.returncode, 2)
+    c.true(f"bad input {tag}: one line saying '{want}'", len(lines) == 1 and want in lines[0], p.stderr.strip())
+    c.eq(f"bad input {tag}: nothing sent", lab.counter("a", "tx_packets") - before, 0)

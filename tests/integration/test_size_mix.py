@@ -22,13 +22,12 @@ sends them, in a netns/veth lab.
    frame per run), a mix with --gso.
 """
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import (PKTGEN, Checks, Lab, capture, hugepages_free, run_pair, sh,
+from netlab import (Checks, Lab, capture, hugepages_free, refused_usage, run_pair, sh,
                     tshark_rows)
 
 N = 1000
@@ -60,17 +59,6 @@ def send(lab, tmp, tx_b, rx_b, mac_b, sizes_args, tag):
     c.true(f"{tag}: rx's settings say mix", r["settings"].endswith("-mix"), r["settings"])
     c.eq(f"{tag}: veth rx_packets delta == received + end markers", delta, r["received"] + r["end_markers"])
     return t
-
-
-def refused(lab, args, want, tag):
-    before = lab.counter("a", "tx_packets")
-    dst = [] if "--dst" in args else ["--dst", lab.ip_b]
-    p = subprocess.run(["ip", "netns", "exec", lab.ns_a, PKTGEN, *dst, "--count", "10", *args],
-                       capture_output=True, text=True, timeout=30)
-    lines = [line for line in p.stderr.splitlines() if line.strip()]
-    c.eq(f"bad input {tag}: exit code", p.returncode, 2)
-    c.true(f"bad input {tag}: one line saying '{want}'", len(lines) == 1 and want in lines[0], p.stderr.strip())
-    c.eq(f"bad input {tag}: nothing sent", lab.counter("a", "tx_packets") - before, 0)
 
 
 with tempfile.TemporaryDirectory() as tmp, Lab("m", subnet=65) as lab:
@@ -113,17 +101,17 @@ with tempfile.TemporaryDirectory() as tmp, Lab("m", subnet=65) as lab:
         c.eq(f"mix afpacket->{rx_b}: per-size counts", [s["sent"] for s in t["sizes"]], mix_counts([1, 2, 3], N))
 
     # 3. Bad input.
-    refused(lab, ["--size", "64,594,1518", "--weights", "7,4"], "2 weights for 3 sizes", "weights short")
-    refused(lab, ["--size", "64,594", "--weights", "1,0"], "each weight is a whole number", "weight 0")
-    refused(lab, ["--size", "64,594,64"], "lists 64 twice", "size twice")
-    refused(lab, ["--size", "60,594", "--size-layer", "l2"], "rateline's header needs 18", "frame too small")
-    refused(lab, ["--imix", "--size", "100"], "give those or --imix", "imix and size")
-    refused(lab, ["--weights", "1,2"], "needs a size list", "weights alone")
-    refused(lab, ["--imix", "--backend", "xdp", "--device", lab.if_a], "sends one size per run", "xdp mix")
-    refused(lab, ["--imix", "--backend", "socket", "--gso"], "cannot send a size mix", "gso mix")
-    refused(lab, ["--imix", "--ipv6", "--dst", "fd00::2"], "over IPv6", "imix over IPv6")
-    refused(lab, ["--size", "100,9000"], "does not fit the path MTU", "list beyond the MTU")
-    refused(lab, ["--size", "100,9000", "--backend", "afpacket", "--device", lab.if_a, "--dst-mac", mac_b],
+    refused_usage(lab, c, ["--size", "64,594,1518", "--weights", "7,4"], "2 weights for 3 sizes", "weights short")
+    refused_usage(lab, c, ["--size", "64,594", "--weights", "1,0"], "each weight is a whole number", "weight 0")
+    refused_usage(lab, c, ["--size", "64,594,64"], "lists 64 twice", "size twice")
+    refused_usage(lab, c, ["--size", "60,594", "--size-layer", "l2"], "rateline's header needs 18", "frame too small")
+    refused_usage(lab, c, ["--imix", "--size", "100"], "give those or --imix", "imix and size")
+    refused_usage(lab, c, ["--weights", "1,2"], "needs a size list", "weights alone")
+    refused_usage(lab, c, ["--imix", "--backend", "xdp", "--device", lab.if_a], "sends one size per run", "xdp mix")
+    refused_usage(lab, c, ["--imix", "--backend", "socket", "--gso"], "cannot send a size mix", "gso mix")
+    refused_usage(lab, c, ["--imix", "--ipv6", "--dst", "fd00::2"], "over IPv6", "imix over IPv6")
+    refused_usage(lab, c, ["--size", "100,9000"], "does not fit the path MTU", "list beyond the MTU")
+    refused_usage(lab, c, ["--size", "100,9000", "--backend", "afpacket", "--device", lab.if_a, "--dst-mac", mac_b],
             "does not fit the path MTU", "list beyond the MTU, afpacket")
 
 c.done()

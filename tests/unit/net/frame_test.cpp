@@ -393,6 +393,36 @@ TEST(ParseUdpFrame, QinQDoubleTaggedFrameReportsOuterVlan) {
   EXPECT_TRUE(udp_checksums_ok(f, p));
 }
 
+// pktgen --vlan: the builder writes the tags a parser and tshark expect
+// (QinQ: 802.1ad outside, 802.1Q inside), and both checksum paths skip them.
+TEST(BuildUdpHeaders, TaggedHeadersAreTheUntaggedOnesWithTagsInserted) {
+  for (const bool v6 : {false, true})
+    for (const unsigned tags : {1u, 2u}) {
+      auto ep = v6 ? v6_endpoints() : v4_endpoints();
+      const uint32_t len = 18 + 37 * tags;
+      const auto plain = make_frame(ep, len);
+      auto want = with_tag(plain, kEtherTypeVlan, 0xa064);  // PCP 5, VID 100
+      if (tags == 2) want = with_tag(want, kEtherTypeQinQ, 200);
+      ep.vlan_tags = static_cast<uint8_t>(tags);
+      ep.vlan_tci = tags == 2 ? std::array<uint16_t, 2>{200, 0xa064} : std::array<uint16_t, 2>{0xa064, 0};
+      const size_t hl = headers_len(v6, tags);
+      ASSERT_EQ(hl, headers_len(v6) + 4 * tags);
+      std::vector<uint8_t> f(hl + len);
+      ASSERT_EQ(build_udp_headers(f, ep, len), hl);
+      std::copy(plain.begin() + static_cast<long>(headers_len(v6)), plain.end(), f.begin() + static_cast<long>(hl));
+      EXPECT_EQ(udp_headers_sum({f.data(), hl}, v6), udp_headers_sum({plain.data(), headers_len(v6)}, v6));
+      udp_finish_checksum(f, v6);
+      EXPECT_EQ(f, want) << (v6 ? "v6" : "v4") << " tags " << tags;
+      const ParsedUdp p = parse_udp_frame(f);
+      ASSERT_EQ(p.status, ParseStatus::ok);
+      EXPECT_EQ(p.vlan, tags == 2 ? 200 : 100);
+      EXPECT_EQ(p.payload_offset, hl);
+      EXPECT_TRUE(udp_checksums_ok(f, p));
+    }
+  EXPECT_EQ(FrameSizes::for_payload(18, false, 2).l2, 72u);
+  EXPECT_LE(headers_len(true, 2), kMaxHeadersBytes);
+}
+
 TEST(ParseUdpFrame, ThreeTagsAreNotIp) {
   auto f = make_frame(v4_endpoints(), 64);
   f = with_tag(with_tag(with_tag(f, kEtherTypeVlan, 1), kEtherTypeVlan, 2), kEtherTypeQinQ, 3);
