@@ -67,10 +67,11 @@ struct TxOptions {
 };
 
 // One sending worker: its index and the source port of each of its flows
-// (TxFlow::queue_flow indexes this list; 0 = the kernel's choice).
+// (TxFlow::queue_flow indexes these lists; 0 = the kernel's choice).
 struct TxWorker {
   unsigned index = 0;
   std::vector<uint16_t> src_ports;
+  std::vector<SocketAddress> dsts;  // each flow's destination (--dst range); empty: TxOptions::dst for all
 };
 
 // Locally administered MACs for frames that reach no wire (null, pcap).

@@ -20,6 +20,9 @@ namespace rateline::pktgen {
 
 namespace {
 
+// Streams (one per flow) one run may have (rx tracks 256 by default: --max-streams).
+constexpr uint32_t kMaxFlows = 4096;
+
 // --pcap-out and --replay: which backend, how long, and the capture itself
 // (read and checked here, so a bad file sends nothing and exits 2).
 // One size of --size, in UDP payload bytes (as_l2: given as an Ethernet
@@ -94,6 +97,11 @@ std::string vlan_needs_frames(const std::string& backend) {
   return "--vlan: --backend " + backend + " sends through the kernel's IP stack, which cannot tag; give a raw " +
          "backend (afpacket, afxdp, xdp, dpdk) or send to the address of a VLAN interface (ip link add link IF " +
          "name IF.ID type vlan id ID)";
+}
+
+std::string src_range_needs_frames(const std::string& backend) {
+  return "--src-ip: --backend " + backend + " sends from the kernel's own source address; a range of source "
+         "addresses needs a raw backend (afpacket, afxdp, xdp, dpdk)";
 }
 
 namespace {
@@ -185,7 +193,8 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--rate-layer", rate_layer, "which bits a bit/s --rate counts: payload, l2 or l1")
       ->check(CLI::IsMember({"payload", "l2", "l1"}))
       ->capture_default_str();
-  app.add_option("--dst", dst, "destination IPv4/IPv6 address (default 127.0.0.1, ::1 with --ipv6)");
+  app.add_option("--dst,--dst-ip", dst, "destination IPv4/IPv6 address (default 127.0.0.1, ::1 with --ipv6), or a "
+                 "range 10.0.0.1-10.0.0.8: one flow, and one stream, per address");
   app.add_option("-p,--port", cfg.port, "destination UDP port")->capture_default_str()->check(CLI::Range(1, 65535));
   app.add_option("--src-port", src_ports, "source port or range (5000-5007): one flow, and one stream, per port");
   app.add_option("--flows-random", flows_random,
@@ -203,7 +212,8 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--dst-mac", cfg.dst_mac, "raw backends: destination MAC (default: the kernel's neighbour entry)");
   app.add_option("--vlan", vlan, "raw backends: an 802.1Q tag ID[:PCP] (100, 100:5), or QinQ outer,inner "
                  "(200,100:5); the socket path cannot tag (send to a VLAN interface instead)");
-  app.add_option("--src-ip", cfg.src_ip, "raw backends: source address (default: the kernel's choice towards --dst)");
+  app.add_option("--src-ip", cfg.src_ip, "raw backends: source address (default: the kernel's choice towards --dst), "
+                 "or a range 10.0.0.1-10.0.0.8: one flow per address");
   std::string dpdk_args;
   app.add_option("--dpdk-args", dpdk_args,
                  "--backend dpdk: EAL arguments, e.g. \"--no-pci --vdev=net_tap0,iface=rltap0\" (also: all after --)");
@@ -284,6 +294,10 @@ int parse_options(int argc, char** argv, Config& cfg) {
     if (!cfg.cores.empty() && cfg.cores != "auto")
       convert("--cores", [&] { return topo::place_workers(cfg.threads, cfg.cores).text; });
     cfg.dst = dst.empty() ? (cfg.ipv6 ? "::1" : "127.0.0.1") : dst;
+    if (cfg.dst.find('-') != std::string::npos) {
+      cfg.dst_range = convert("--dst", [&] { return net::parse_ip_range(cfg.dst, kMaxFlows); });
+      cfg.dst = net::ip_text(cfg.dst_range.first);
+    }
     // A bad address is bad usage: refused here, before anything is opened or sent.
     bool dst_v6 = false;
     try {
@@ -293,6 +307,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
     }
     if (dst_v6 != cfg.ipv6)
       throw cli::UsageError("--dst " + cfg.dst + (cfg.ipv6 ? " is not an IPv6 address (drop --ipv6 or give one)" : " is IPv6: add --ipv6"));
+    if (cfg.dst_range.count == 1) cfg.dst_range = net::parse_ip_range(cfg.dst, 1);
     if (cfg.gso && cfg.backend != "socket") throw cli::UsageError("--gso needs --backend socket");
     if (!cfg.mix_sizes.empty()) {
       if (cfg.gso) throw cli::UsageError("--gso cuts a batch into equal datagrams: it cannot send a size mix");
@@ -302,6 +317,14 @@ int parse_options(int argc, char** argv, Config& cfg) {
       if (!cfg.replay_path.empty()) throw cli::UsageError("--replay sends the capture's own frames: drop the size list");
     }
     if (!cfg.dst_mac.empty()) convert("--dst-mac", [&] { return net::parse_mac(cfg.dst_mac); });
+    if (cfg.src_ip.find('-') != std::string::npos) {
+      cfg.src_range = convert("--src-ip", [&] { return net::parse_ip_range(cfg.src_ip, kMaxFlows); });
+      cfg.src_ip = net::ip_text(cfg.src_range->first);
+      if (cfg.src_range->first.is_v6 != cfg.ipv6) throw cli::UsageError("--src-ip and --dst are not the same IP version");
+      // auto: checked once it has chosen (setup.cpp).
+      if (cfg.backend != "auto" && !drivers::describe_backend(cfg.backend).frames)
+        throw cli::UsageError(src_range_needs_frames(cfg.backend));
+    }
     if (!cfg.src_ip.empty()) {
       try {
         drivers::make_address(cfg.src_ip, 0);
@@ -309,12 +332,18 @@ int parse_options(int argc, char** argv, Config& cfg) {
         throw cli::UsageError(std::string("--src-ip: ") + e.what());
       }
     }
-    if (!src_ports.empty()) {
-      cfg.src_ports = convert("--src-port", [&] { return units::parse_port_range(src_ports); });
-      if (cfg.src_ports->count() < cfg.threads)
-        throw cli::UsageError("--src-port: " + std::to_string(cfg.src_ports->count()) + " ports for " +
-                              std::to_string(cfg.threads) + " threads: give each thread at least one port");
-      if (cfg.src_ports->count() > 4096) throw cli::UsageError("--src-port: at most 4096 flows");
+    if (!src_ports.empty()) cfg.src_ports = convert("--src-port", [&] { return units::parse_port_range(src_ports); });
+    if (cfg.has_flow_ranges()) {
+      const uint64_t flows = uint64_t{cfg.src_ports ? cfg.src_ports->count() : 1} *
+                             (cfg.src_range ? cfg.src_range->count : 1) * cfg.dst_range.count;
+      if (flows > kMaxFlows)
+        throw cli::UsageError("--src-port, --src-ip and --dst ranges make " + std::to_string(flows) +
+                              " flows (one per port x source x destination): at most " + std::to_string(kMaxFlows));
+      if (flows < cfg.threads)
+        throw cli::UsageError(std::to_string(flows) + " flows for " + std::to_string(cfg.threads) +
+                              " threads: give each thread at least one flow (a longer --src-port, --src-ip or --dst range)");
+      if (!cfg.replay_path.empty() && (cfg.src_range || cfg.dst_range.count > 1))
+        throw cli::UsageError("--replay sends the capture's frames byte for byte: drop the address ranges");
     }
     if (!flows_random.empty()) {
       if (flows_random.find_first_not_of("0123456789") != std::string::npos || flows_random.size() > 19)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "net/frame.hpp"
+#include "net/ip_range.hpp"
 #include "net/pcap_file.hpp"
 #include "report/metrics_server.hpp"
 #include "util/units.hpp"
@@ -30,7 +31,8 @@ struct Config {
   bool sizes_as_l2 = false;  // --size-layer l2: the sizes were given as Ethernet frames (for the report)
   std::optional<units::Rate> rate;
   RateLayer rate_layer = RateLayer::payload;
-  std::string dst = "127.0.0.1";
+  std::string dst = "127.0.0.1";  // a --dst range: its first address
+  net::IpRange dst_range;         // --dst as given: one address or a range, one flow per address
   uint16_t port = 9000;
   std::optional<units::PortRange> src_ports;
   std::optional<uint64_t> flows_random_seed;  // --flows-random: flow turns in a random order per round
@@ -42,7 +44,8 @@ struct Config {
   int sndbuf_bytes = 0;
   std::string device;
   std::string dst_mac;       // raw backends: destination MAC; default from the neighbour table
-  std::string src_ip;        // raw backends: source address; default the kernel's choice towards dst
+  std::string src_ip;        // raw backends: source address; default the kernel's choice towards dst (a range: its first)
+  std::optional<net::IpRange> src_range;  // --src-ip A-B: one flow per address (raw backends)
   // --vlan: 802.1Q tag control words (PCP << 13 | VID), outermost first;
   // two are QinQ (an 802.1ad S-tag, then a C-tag). Raw backends only.
   std::vector<uint16_t> vlan_tci;
@@ -57,6 +60,12 @@ struct Config {
   std::shared_ptr<const net::PcapFrames> replay;  // its frames, read and checked by parse_options
   report::MetricsOptions metrics;  // --metrics, --metrics-textfile, --metrics-linger
 
+  // Flows: one per source port x source address x destination address.
+  uint32_t flow_count() const {
+    return (src_ports ? src_ports->count() : 1) * (src_range ? src_range->count : 1) * dst_range.count;
+  }
+  bool has_flow_ranges() const { return src_ports || src_range || dst_range.count > 1; }
+
   // A packet of `payload` bytes at each layer, VLAN tags included.
   net::FrameSizes frame_sizes(uint32_t payload) const {
     return net::FrameSizes::for_payload(payload, ipv6, static_cast<unsigned>(vlan_tci.size()));
@@ -65,6 +74,8 @@ struct Config {
 
 // The line that refuses --vlan on a backend that sends through the IP stack.
 std::string vlan_needs_frames(const std::string& backend);
+// The same for a --src-ip range: the kernel picks a socket's source address.
+std::string src_range_needs_frames(const std::string& backend);
 
 // Parses argv into cfg. Returns -1 to run, else the exit code (help: 0, bad input: 2).
 int parse_options(int argc, char** argv, Config& cfg);

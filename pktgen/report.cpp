@@ -67,6 +67,23 @@ nlohmann::json mix_json(const Config& cfg, const std::vector<uint64_t>* sent) {
 
 // The run's rates: a size mix's from the payload bytes actually sent (each
 // packet its own size), one size's from its packets.
+// "source ports 5000-5003 x source 10.0.0.1-10.0.0.2 x destination 10.0.1.1".
+std::string flows_text(const Config& cfg) {
+  std::string t;
+  if (cfg.src_ports)
+    t += "source ports " + std::to_string(cfg.src_ports->first) +
+         (cfg.src_ports->count() > 1 ? "-" + std::to_string(cfg.src_ports->last) : "") + " x ";
+  if (cfg.src_range) t += "source " + cfg.src_range->text() + " x ";
+  return t + "destination " + cfg.dst_range.text();
+}
+
+nlohmann::json flows_json(const Config& cfg) {
+  return {{"count", cfg.has_flow_ranges() ? cfg.flow_count() : cfg.threads},
+          {"src_ports", cfg.src_ports ? nlohmann::json({cfg.src_ports->first, cfg.src_ports->last}) : nlohmann::json(nullptr)},
+          {"src_ips", cfg.src_range ? nlohmann::json(cfg.src_range->text()) : nlohmann::json(nullptr)},
+          {"dst_ips", cfg.dst_range.count > 1 ? nlohmann::json(cfg.dst_range.text()) : nlohmann::json(nullptr)}};
+}
+
 report::Rates rates_of(const Config& cfg, const Run& run, uint64_t packets, uint64_t payload_bytes, double seconds) {
   if (cfg.mix_sizes.empty()) return report::rates_for(packets, run.sizes, seconds);
   return report::rates_for_bytes(packets, payload_bytes, run.sizes, seconds);
@@ -90,6 +107,8 @@ void report_start(const Config& cfg, const Run& run, report::JsonLines& json) {
   if (!cfg.vlan_tci.empty())
     std::printf("pktgen: tagged %s: frames %u B longer than untagged (L2 sizes and rates include the tags)\n", vlan_text(cfg).c_str(),
                 static_cast<unsigned>(cfg.vlan_tci.size() * net::kVlanTagBytes));
+  if (cfg.has_flow_ranges())
+    std::printf("pktgen: %u flows, one stream each: %s\n", cfg.flow_count(), flows_text(cfg).c_str());
   std::printf("pktgen: send stamps: %s\n", run.stamps.c_str());
   if (run.asked_pps) {
     const double pps = *run.asked_pps;
@@ -105,6 +124,7 @@ void report_start(const Config& cfg, const Run& run, report::JsonLines& json) {
               {"size", cfg.mix_sizes.empty() ? nlohmann::json(cfg.size) : nlohmann::json(nullptr)},
               {"sizes", mix_json(cfg, nullptr)}, {"vlan", vlan_json(cfg)},
               {"threads", cfg.threads}, {"streams", run.streams}, {"sender_id", run.sender_id},
+              {"flows", flows_json(cfg)},
               {"flows_random_seed", cfg.flows_random_seed ? nlohmann::json(*cfg.flows_random_seed) : nlohmann::json(nullptr)},
               {"placement", run.placement.text}, {"stamps", run.stamps},
               {"rate_pps_asked", run.asked_pps ? nlohmann::json(*run.asked_pps) : nlohmann::json(nullptr)}});

@@ -118,6 +118,30 @@ net::FrameSizes replay_sizes(const net::PcapFrames& f) {
   return s;
 }
 
+struct FlowAddress {
+  uint16_t src_port = 0;  // 0: the kernel's choice (sockets), 40000 + flow (frames)
+  net::IpAddress src;     // used with a --src-ip range only
+  net::IpAddress dst;     // used with a --dst range only
+};
+
+// Every flow's addresses, source port varying fastest. Without any range:
+// one flow per worker, all to --dst.
+std::vector<FlowAddress> flow_addresses(const Config& cfg) {
+  std::vector<FlowAddress> flows;
+  if (!cfg.has_flow_ranges()) {
+    flows.assign(cfg.threads, FlowAddress{});
+    return flows;
+  }
+  const uint32_t ports = cfg.src_ports ? cfg.src_ports->count() : 1;
+  const uint32_t sources = cfg.src_range ? cfg.src_range->count : 1;
+  for (uint32_t d = 0; d < cfg.dst_range.count; ++d)
+    for (uint32_t s = 0; s < sources; ++s)
+      for (uint32_t p = 0; p < ports; ++p)
+        flows.push_back({static_cast<uint16_t>(cfg.src_ports ? cfg.src_ports->first + p : 0),
+                         cfg.src_range ? cfg.src_range->at(s) : net::IpAddress{}, cfg.dst_range.at(d)});
+  return flows;
+}
+
 std::string engine_stamps() {
   if (!tsc_stamp_basis()) return "one per batch, shared by its packets: clock_gettime(CLOCK_MONOTONIC)";
   return std::string("one per batch, shared by its packets: CLOCK_MONOTONIC read at least every 100 us, extended by "
@@ -144,26 +168,27 @@ Run set_up(const Config& cfg) {
   drivers::TxOptions o;
   o.dst = run.dst;
   o.local_ip = cfg.src_ip.empty() ? local_address_towards(run.dst) : cfg.src_ip;
-  const std::string device = cfg.device.empty() ? report::device_for_local_address(o.local_ip) : cfg.device;
+  // A --src-ip that is no address of this host (raw senders may use any):
+  // the interface is the one the kernel's own source address towards dst is on.
+  std::string device = cfg.device.empty() ? report::device_for_local_address(o.local_ip) : cfg.device;
+  if (device.empty() && !cfg.src_ip.empty()) device = report::device_for_local_address(local_address_towards(run.dst));
   run.link = report::link_info(device);
   o.kernel_path = kernel_frame_path(cfg, run.dst, o.local_ip, device, run.sizes);
   run.choice = drivers::choose_backend(cfg.backend, drivers::Direction::tx, o.kernel_path.why_not.empty(),
                                        o.kernel_path.why_not);
   const drivers::BackendDescriptor& desc = *run.choice.backend;
-  if (!cfg.vlan_tci.empty() && !desc.frames)
-    throw cli::UsageError(vlan_needs_frames(cfg.backend == "auto" ? std::string("auto (") + desc.name + " here)" : cfg.backend));
+  const std::string chosen = cfg.backend == "auto" ? std::string("auto (") + desc.name + " here)" : cfg.backend;
+  if (!cfg.vlan_tci.empty() && !desc.frames) throw cli::UsageError(vlan_needs_frames(chosen));
+  if (cfg.src_range && !desc.frames) throw cli::UsageError(src_range_needs_frames(chosen));
   run.placement = topo::place_workers(cfg.threads, cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores);
 
-  // Flows: one per source port, dealt round-robin to workers; stream id = flow index.
-  // --count is split per flow (count / flows, count % flows of them one more);
-  // a worker's quota and --rate share are its flows' part: flows end even
-  // across workers.
-  std::vector<uint16_t> ports;
-  if (cfg.src_ports)
-    for (uint32_t p = cfg.src_ports->first; p <= cfg.src_ports->last; ++p) ports.push_back(static_cast<uint16_t>(p));
-  else
-    ports.assign(cfg.threads, 0);
-  run.streams = static_cast<uint16_t>(ports.size());
+  // Flows: one per source port x source address x destination address
+  // (without ranges: one per worker), dealt round-robin to workers; stream
+  // id = flow index. --count is split per flow (count / flows, count % flows
+  // of them one more); a worker's quota and --rate share are its flows'
+  // part: flows end even across workers.
+  const std::vector<FlowAddress> flows = flow_addresses(cfg);
+  run.streams = static_cast<uint16_t>(flows.size());
 
   o.device = cfg.device;
   o.payload_bytes = cfg.size;
@@ -196,15 +221,19 @@ Run set_up(const Config& cfg) {
     w->cpu = run.placement.worker_cpus[i];
     w->queue.index = i;
     engine::TxPlan& plan = w->plan;
-    for (size_t f = i; f < ports.size(); f += cfg.threads) {
+    for (size_t f = i; f < flows.size(); f += cfg.threads) {
       engine::TxFlow flow;
       flow.stream = static_cast<uint16_t>(f);
       flow.queue_flow = static_cast<uint16_t>(w->queue.src_ports.size());
-      w->queue.src_ports.push_back(ports[f]);
+      w->queue.src_ports.push_back(flows[f].src_port);
+      if (cfg.dst_range.count > 1) w->queue.dsts.push_back(drivers::make_address(net::ip_text(flows[f].dst), cfg.port));
       if (desc.frames) {
         net::UdpEndpoints ep = path.endpoints;
         // Frames bind no socket: an unset source port gets a fixed one per stream.
-        ep.src_port = ports[f] ? ports[f] : static_cast<uint16_t>(40000 + f);
+        ep.src_port = flows[f].src_port ? flows[f].src_port : static_cast<uint16_t>(40000 + f);
+        if (cfg.src_range) ep.src_ip = flows[f].src;
+        // Every destination of a range goes to --dst's next hop (one --dst-mac).
+        if (cfg.dst_range.count > 1) ep.dst_ip = flows[f].dst;
         ep.vlan_tags = static_cast<uint8_t>(cfg.vlan_tci.size());
         std::copy(cfg.vlan_tci.begin(), cfg.vlan_tci.end(), ep.vlan_tci.begin());
         flow.headers_len = static_cast<uint32_t>(net::build_udp_headers(flow.headers, ep, cfg.size));
@@ -217,7 +246,7 @@ Run set_up(const Config& cfg) {
       plan.flows.push_back(flow);
     }
     for (const engine::TxFlow& flow : plan.flows)
-      plan.quota += cfg.count / ports.size() + (flow.stream < cfg.count % ports.size() ? 1 : 0);
+      plan.quota += cfg.count / flows.size() + (flow.stream < cfg.count % flows.size() ? 1 : 0);
     // The short form carries 48-bit sequences: a worker stops before any of
     // its streams could wrap (218 days at 14.88 Mpps).
     const uint32_t smallest = cfg.mix_sizes.empty() ? cfg.size : *std::min_element(cfg.mix_sizes.begin(), cfg.mix_sizes.end());
@@ -227,7 +256,7 @@ Run set_up(const Config& cfg) {
     if (cfg.replay && !cfg.count && !cfg.duration_ns) plan.quota = cfg.replay->size();
     plan.replay = cfg.replay;
     plan.duration_ns = cfg.duration_ns;
-    plan.pace = cfg.rate ? pace::PacePlan::for_rate(cfg.burst, *run.asked_pps * plan.flows.size() / ports.size())
+    plan.pace = cfg.rate ? pace::PacePlan::for_rate(cfg.burst, *run.asked_pps * plan.flows.size() / flows.size())
                          : pace::PacePlan::for_delay(cfg.burst, cfg.delay_ns);
     plan.payload = wire::PayloadPlan::make(cfg.size, wire::kHeaderBytes / 8, run.sender_id);
     plan.end_payload = wire::end_marker_plan(cfg.size, run.sender_id);

@@ -12,6 +12,7 @@ UdpTxConfig udp_tx_config(const TxOptions& o, const TxWorker& w) {
   UdpTxConfig c;
   c.dst = o.dst;
   c.src_ports = w.src_ports;
+  c.flow_dsts = w.dsts;
   c.slot_bytes = o.slot_bytes;
   c.batch = o.batch;
   c.sndbuf_bytes = o.sndbuf_bytes;

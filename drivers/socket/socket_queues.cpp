@@ -22,17 +22,11 @@ bool transient(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS |
 
 }  // namespace
 
-SocketTxQueue::SocketTxQueue(const UdpTxConfig& cfg) : gso_(cfg.gso), dst_(cfg.dst) {
+SocketTxQueue::SocketTxQueue(const UdpTxConfig& cfg) : gso_(cfg.gso), dsts_(cfg.flow_dsts) {
+  dsts_.resize(cfg.src_ports.size(), cfg.dst);
   // The kernel takes at most 64 segments (UDP_MAX_SEGMENTS on older kernels) and 64 KiB per GSO send.
   gso_max_segments_ = std::min<uint32_t>(64, 65000 / std::max<uint32_t>(cfg.slot_bytes, 1));
-  for (uint16_t port : cfg.src_ports) {
-    try {
-      fds_.push_back(open_udp_tx_socket(cfg, port));
-    } catch (...) {
-      for (int fd : fds_) ::close(fd);
-      throw;
-    }
-  }
+  fds_ = open_udp_tx_sockets(cfg);
   buffers_ = std::make_unique<uint8_t[]>(size_t{cfg.batch} * cfg.slot_bytes);
   slots_.resize(cfg.batch);
   iov_.resize(cfg.batch);
@@ -43,13 +37,11 @@ SocketTxQueue::SocketTxQueue(const UdpTxConfig& cfg) : gso_(cfg.gso), dst_(cfg.d
     iov_[i].iov_base = slots_[i].data;
     msgs_[i].msg_hdr.msg_iov = &iov_[i];
     msgs_[i].msg_hdr.msg_iovlen = 1;
-    msgs_[i].msg_hdr.msg_name = &dst_.storage;
-    msgs_[i].msg_hdr.msg_namelen = dst_.len;
   }
 }
 
 SocketTxQueue::~SocketTxQueue() {
-  for (int fd : fds_) ::close(fd);
+  close_udp_tx_sockets(fds_);
 }
 
 engine::CommitResult SocketTxQueue::commit(std::span<engine::TxSlot> filled) {
@@ -60,8 +52,11 @@ engine::CommitResult SocketTxQueue::commit(std::span<engine::TxSlot> filled) {
     // One sendmmsg per run of slots on the same flow (the engine fills a batch with one flow).
     const uint16_t flow = slots_[idx].flow;
     size_t run = idx;
+    SocketAddress& dst = dsts_[flow];
     while (run < end && slots_[run].flow == flow) {
       iov_[run].iov_len = slots_[run].len;
+      msgs_[run].msg_hdr.msg_name = &dst.storage;
+      msgs_[run].msg_hdr.msg_namelen = dst.len;
       ++run;
     }
     const int fd = fds_[flow];
@@ -103,8 +98,8 @@ uint32_t SocketTxQueue::send_gso(int fd, size_t first, size_t count) {
   if (n == 1) return ::sendmsg(fd, &msgs_[first].msg_hdr, MSG_DONTWAIT) > 0 ? 1 : 0;
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint16_t))] = {};
   msghdr m{};
-  m.msg_name = &dst_.storage;
-  m.msg_namelen = dst_.len;
+  m.msg_name = msgs_[first].msg_hdr.msg_name;
+  m.msg_namelen = msgs_[first].msg_hdr.msg_namelen;
   m.msg_iov = &iov_[first];
   m.msg_iovlen = n;
   m.msg_control = control;

@@ -33,7 +33,7 @@ class SocketTxQueue {
   void reclaim();                            // waits briefly for send-buffer space
 
  private:
-  std::vector<int> fds_;  // one per flow
+  std::vector<int> fds_;  // one per flow (flows of one source port share its socket)
   std::unique_ptr<uint8_t[]> buffers_;
   std::vector<engine::TxSlot> slots_;
   std::vector<iovec> iov_;
@@ -45,7 +45,7 @@ class SocketTxQueue {
   uint32_t send_gso(int fd, size_t first, size_t count);
   bool gso_ = false;
   uint32_t gso_max_segments_ = 0;
-  SocketAddress dst_;
+  std::vector<SocketAddress> dsts_;  // one per flow
   int last_fd_ = -1;
 };
 

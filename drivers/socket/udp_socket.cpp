@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -89,6 +90,27 @@ int open_udp_tx_socket(const UdpTxConfig& cfg, uint16_t src_port) {
     throw SetupError("Couldn't bind source port " + std::to_string(src_port) + ": " + errno_text(errno) +
                      (errno == EADDRINUSE ? ". Pick another --src-port range" : ""));
   return s.release();
+}
+
+std::vector<int> open_udp_tx_sockets(const UdpTxConfig& cfg) {
+  std::vector<int> fds;
+  try {
+    for (size_t f = 0; f < cfg.src_ports.size(); ++f) {
+      const uint16_t port = cfg.src_ports[f];
+      const auto same = std::find(cfg.src_ports.begin(), cfg.src_ports.begin() + static_cast<std::ptrdiff_t>(f), port);
+      if (port && same != cfg.src_ports.begin() + static_cast<std::ptrdiff_t>(f)) fds.push_back(fds[static_cast<size_t>(same - cfg.src_ports.begin())]);
+      else fds.push_back(open_udp_tx_socket(cfg, port));
+    }
+  } catch (...) {
+    close_udp_tx_sockets(fds);
+    throw;
+  }
+  return fds;
+}
+
+void close_udp_tx_sockets(const std::vector<int>& fds) {
+  for (size_t i = 0; i < fds.size(); ++i)
+    if (std::find(fds.begin(), fds.begin() + static_cast<std::ptrdiff_t>(i), fds[i]) == fds.begin() + static_cast<std::ptrdiff_t>(i)) ::close(fds[i]);
 }
 
 RxSocketInfo open_udp_rx_socket(const UdpRxConfig& cfg) {

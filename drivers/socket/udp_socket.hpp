@@ -29,6 +29,7 @@ SocketAddress make_address(const std::string& ip, uint16_t port);
 struct UdpTxConfig {
   SocketAddress dst;
   std::vector<uint16_t> src_ports;  // one per flow; 0 = kernel-chosen
+  std::vector<SocketAddress> flow_dsts;  // one per flow (--dst range); empty: dst for every flow
   uint32_t slot_bytes = 2048;       // largest payload a slot holds
   uint32_t batch = 32;
   int sndbuf_bytes = 0;             // 0 = kernel default
@@ -50,6 +51,11 @@ struct UdpRxConfig {
 // connected on purpose: a connected UDP socket reports ICMP port-unreachable
 // as ECONNREFUSED on a later send, which would make "sent" ambiguous.
 int open_udp_tx_socket(const UdpTxConfig& cfg, uint16_t src_port);
+// One socket per flow, in flow order; flows with the same source port (a
+// --dst range) share that port's socket. Throws SetupError, leaving none open.
+std::vector<int> open_udp_tx_sockets(const UdpTxConfig& cfg);
+// Closes each distinct descriptor of that list once.
+void close_udp_tx_sockets(const std::vector<int>& fds);
 
 struct RxSocketInfo {
   int fd = -1;

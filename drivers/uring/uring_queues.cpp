@@ -19,15 +19,9 @@ bool transient(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS |
 
 }  // namespace
 
-UringTxQueue::UringTxQueue(const UdpTxConfig& cfg) : ring_(cfg.batch * 2), dst_(cfg.dst) {
-  for (uint16_t port : cfg.src_ports) {
-    try {
-      fds_.push_back(open_udp_tx_socket(cfg, port));
-    } catch (...) {
-      for (int fd : fds_) ::close(fd);
-      throw;
-    }
-  }
+UringTxQueue::UringTxQueue(const UdpTxConfig& cfg) : ring_(cfg.batch * 2), dsts_(cfg.flow_dsts) {
+  dsts_.resize(cfg.src_ports.size(), cfg.dst);
+  fds_ = open_udp_tx_sockets(cfg);
   buffers_ = std::make_unique<uint8_t[]>(size_t{cfg.batch} * cfg.slot_bytes);
   slots_.resize(cfg.batch);
   iov_.resize(cfg.batch);
@@ -40,13 +34,11 @@ UringTxQueue::UringTxQueue(const UdpTxConfig& cfg) : ring_(cfg.batch * 2), dst_(
     msgs_[i] = {};
     msgs_[i].msg_iov = &iov_[i];
     msgs_[i].msg_iovlen = 1;
-    msgs_[i].msg_name = &dst_.storage;
-    msgs_[i].msg_namelen = dst_.len;
   }
 }
 
 UringTxQueue::~UringTxQueue() {
-  for (int fd : fds_) ::close(fd);
+  close_udp_tx_sockets(fds_);
 }
 
 engine::CommitResult UringTxQueue::commit(std::span<engine::TxSlot> filled) {
@@ -58,6 +50,8 @@ engine::CommitResult UringTxQueue::commit(std::span<engine::TxSlot> filled) {
     iov_[i].iov_len = slots_[i].len;
     io_uring_sqe* sqe = io_uring_get_sqe(ring);  // ring has 2*batch entries: never null here
     last_fd_ = fds_[slots_[i].flow];
+    msgs_[i].msg_name = &dsts_[slots_[i].flow].storage;
+    msgs_[i].msg_namelen = dsts_[slots_[i].flow].len;
     io_uring_prep_sendmsg(sqe, last_fd_, &msgs_[i], MSG_DONTWAIT);
     sqe->user_data = i;
     if (i + 1 < first + n) sqe->flags |= IOSQE_IO_LINK;

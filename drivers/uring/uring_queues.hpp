@@ -47,13 +47,13 @@ class UringTxQueue {
 
  private:
   uring::Uring ring_;
-  std::vector<int> fds_;
+  std::vector<int> fds_;  // one per flow (flows of one source port share its socket)
   std::unique_ptr<uint8_t[]> buffers_;
   std::vector<engine::TxSlot> slots_;
   std::vector<iovec> iov_;
   std::vector<msghdr> msgs_;
   std::vector<int> results_;
-  SocketAddress dst_;
+  std::vector<SocketAddress> dsts_;  // one per flow
   int last_fd_ = -1;
 };
 
