@@ -75,6 +75,7 @@ void VethLab::shape(const std::string& spec) {
 }
 
 void VethLab::enable_receiver_napi() { ip_cmd({"ip", "netns", "exec", ns_rx, "ethtool", "-K", if_rx, "gro", "on"}); }
+void VethLab::disable_receiver_napi() { ip_cmd({"ip", "netns", "exec", ns_rx, "ethtool", "-K", if_rx, "gro", "off"}); }
 
 void VethLab::destroy() noexcept {
   if (!made_) return;

@@ -29,6 +29,7 @@ class VethLab {
   // does GRO. UDP without a GRO-enabled socket is not merged, so the stack's
   // work per packet stays what it was.
   void enable_receiver_napi();
+  void disable_receiver_napi();
   void destroy() noexcept;
 
   std::string ns_tx, ns_rx, if_tx, if_rx, ip_tx, ip_rx, mac_tx, mac_rx;

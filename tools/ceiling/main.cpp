@@ -27,6 +27,7 @@
 #include "backend.hpp"
 #include "config.hpp"
 #include "lab.hpp"
+#include "lab_sender.hpp"
 #include "link.hpp"
 #include "process.hpp"
 #include "socket/udp_socket.hpp"
@@ -176,7 +177,19 @@ int run_local(const Config& cfg) {
   try {
     lab.create();
     if (!cfg.shape.empty()) lab.shape(cfg.shape);
-    const bool peer_napi = drivers::describe_backend(cfg.tx_backend).tx_needs_peer_napi;
+    std::vector<std::string> args = cfg.argv;
+    std::string tx_backend = cfg.tx_backend;
+    std::string sender_note;
+    // Shaping sits in the sender's qdisc, which the raw senders pass by: with --shape, pktgen chooses.
+    if (tx_backend == "auto" && cfg.shape.empty()) {
+      const LabSender s = fastest_lab_sender(lab, cfg.pktgen_bin);
+      sender_note = s.note;
+      if (!s.backend.empty()) {
+        tx_backend = s.backend;
+        args.insert(args.end(), {"--tx-backend", s.backend});
+      }
+    }
+    const bool peer_napi = drivers::describe_backend(tx_backend).tx_needs_peer_napi;
     if (peer_napi) lab.enable_receiver_napi();
     if (!cfg.quiet)
       std::printf("ceiling: lab %s (%s, %s) <-> %s (%s, %s)%s%s\n", lab.ns_tx.c_str(), lab.if_tx.c_str(), lab.ip_tx.c_str(),
@@ -186,8 +199,10 @@ int run_local(const Config& cfg) {
       std::printf("ceiling: GRO on %s: a veth takes XDP-sent frames only with NAPI on (plain UDP is not merged)\n",
                   lab.if_rx.c_str());
     std::fflush(stdout);
+    if (!cfg.quiet && !sender_note.empty()) std::printf("ceiling: %s\n", sender_note.c_str());
+    std::fflush(stdout);
     std::vector<std::string> argv = {"ip", "netns", "exec", lab.ns_tx, self_exe()};
-    argv.insert(argv.end(), cfg.argv.begin(), cfg.argv.end());
+    argv.insert(argv.end(), args.begin(), args.end());
     for (const auto& a : {std::string("--lab-child"), std::string("--dst"), lab.ip_rx, std::string("--lab-rx-ns"), lab.ns_rx,
                           std::string("--lab-device"), lab.if_tx, std::string("--lab-peer"), lab.if_rx, std::string("--lab-peer-mac"), lab.mac_rx, std::string("--pktgen"),
                           cfg.pktgen_bin, std::string("--rx"), cfg.rx_bin})
