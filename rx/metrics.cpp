@@ -104,8 +104,8 @@ std::string final_metrics_page(const Config& cfg, const Run& run, const std::vec
     page.sample({}, s.sent_by_markers);
   }
   page.family("rateline_rx_latency_seconds", Type::histogram,
-              "One-way latency of every data packet (receive batch stamp - send stamp; meaningful when both ends "
-              "share a clock). Buckets at 2^k ns.");
+              "One-way latency of every data packet on rx's clock (receive stamp - send stamp; streams whose stamps "
+              "are on another host's or time namespace's clock are left out). Buckets at 2^k ns.");
   page.histogram({}, report::latency_seconds(s.latency));
   page.family("rateline_rx_jitter_seconds", Type::gauge, "RFC 3550 interarrival jitter of the busiest stream (JSON: jitter_ns).");
   page.sample_double({}, s.jitter_ns / 1e9);

@@ -28,6 +28,10 @@ std::string address_only(const net::SenderAddress& a) {
 
 }  // namespace
 
+bool clock_is_shared(const stats::LatencyHistogram& latency, uint64_t clock_behind) {
+  return latency.samples() && !clock_behind && latency.min() < kSharedClockMaxDelayNs;
+}
+
 RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expect) {
   RxSummary s;
   // Rows by stream identity across workers (a flow stays on one worker, but
@@ -115,7 +119,15 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
     s.stale = sat_add(s.stale, r.stale);
     s.implausible = sat_add(s.implausible, r.implausible);
     if (r.ended) s.sent_by_markers = sat_add(s.sent_by_markers, r.sent);
-    s.latency.merge(r.latency);
+    r.clock_shared = clock_is_shared(r.latency, r.clock_behind);
+    if (r.clock_shared) {
+      s.latency.merge(r.latency);
+    } else if (r.latency.samples() || r.clock_behind) {
+      ++s.streams_clock_unrelated;
+      const std::string who = address_only(r.key.from) + " #" + std::to_string(r.key.sender);
+      if (std::find(s.senders_clock_unrelated.begin(), s.senders_clock_unrelated.end(), who) == s.senders_clock_unrelated.end())
+        s.senders_clock_unrelated.push_back(who);
+    }
     if (r.first_ns) first = std::min(first, r.first_ns);
     last = std::max(last, r.last_ns);
     if (r.received > best) {
@@ -239,15 +251,31 @@ std::string format_table(const RxSummary& s, bool ipv6) {
                   s.latency.quantile(0.999) / 1e3, s.latency.max() / 1e3, s.jitter_ns / 1e3);
     out += line;
   }
+  if (s.streams_clock_unrelated) {
+    std::string who;
+    for (size_t i = 0; i < s.senders_clock_unrelated.size() && i < 4; ++i) who += (i ? ", " : "") + s.senders_clock_unrelated[i];
+    if (s.senders_clock_unrelated.size() > 4) who += ", ...";
+    // Jitter needs no shared clock: printed here when there is no latency line to carry it.
+    char jitter[64] = "";
+    if (!s.latency.samples()) std::snprintf(jitter, sizeof jitter, ": no one-way latency; jitter (RFC 3550) %.2f us", s.jitter_ns / 1e3);
+    std::snprintf(line, sizeof line, "latency: not shown for %u stream(s) of %zu sender(s) (%s): their send stamps are "
+                  "not on this host's clock (another host or time namespace)%s\n",
+                  s.streams_clock_unrelated, s.senders_clock_unrelated.size(), who.c_str(), jitter);
+    out += line;
+  }
   if (s.streams.size() > 1) {
     std::snprintf(line, sizeof line, "%8s %-30s %12s %10s %10s %10s %8s %12s %12s\n", "stream", "from", "received", "lost",
                   "reordered", "dup", "corrupt", "p50 us", "p99 us");
     out += line;
     for (const StreamRow& row : s.streams) {
       const std::string from = row.key.from.text() + " #" + std::to_string(row.key.sender);
-      std::snprintf(line, sizeof line, "%8u %-30s %12" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %12.1f %12.1f\n",
-                    row.stream, from.c_str(), row.unique, row.lost, row.reordered, row.duplicates, row.corrupt,
-                    row.latency.quantile(0.5) / 1e3, row.latency.quantile(0.99) / 1e3);
+      char p50[24] = "-", p99[24] = "-";  // another clock: no latency
+      if (row.clock_shared) {
+        std::snprintf(p50, sizeof p50, "%.1f", row.latency.quantile(0.5) / 1e3);
+        std::snprintf(p99, sizeof p99, "%.1f", row.latency.quantile(0.99) / 1e3);
+      }
+      std::snprintf(line, sizeof line, "%8u %-30s %12" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %12s %12s\n",
+                    row.stream, from.c_str(), row.unique, row.lost, row.reordered, row.duplicates, row.corrupt, p50, p99);
       out += line;
     }
   }
@@ -269,7 +297,9 @@ nlohmann::json to_json(const RxSummary& s, bool ipv6) {
                        {"lost", row.lost}, {"reordered", row.reordered}, {"duplicated", row.duplicates},
                        {"stale", row.stale}, {"corrupt", row.corrupt},
                        {"sent", row.ended ? nlohmann::json(row.sent) : nlohmann::json(nullptr)},
-                       {"payload_bytes", row.payload_bytes}, {"latency_ns", latency(row.latency)},
+                       {"payload_bytes", row.payload_bytes},
+                       {"latency_ns", row.clock_shared ? latency(row.latency) : nlohmann::json(nullptr)},
+                       {"clock", row.clock_shared ? "shared" : row.latency.samples() || row.clock_behind ? "unrelated" : "unknown"},
                        {"jitter_ns", row.jitter_ns}, {"clock_behind", row.clock_behind}});
   nlohmann::json senders = nlohmann::json::array();
   for (const SenderRow& g : s.senders)
@@ -292,7 +322,8 @@ nlohmann::json to_json(const RxSummary& s, bool ipv6) {
           {"frames", s.totals.frames}, {"socket_drops", s.totals.backend_drops},
           {"payload_bytes", s.totals.payload_bytes}, {"payload_len", s.payload_len},
           {"pps", r.pps}, {"payload_mbps", r.payload_mbps}, {"l2_mbps", r.l2_mbps}, {"l1_mbps", r.l1_mbps},
-          {"latency_ns", latency(s.latency)}, {"jitter_ns", s.jitter_ns}, {"receive_stamps", s.receive_stamps}, {"streams", streams}};
+          {"latency_ns", latency(s.latency)}, {"streams_clock_unrelated", s.streams_clock_unrelated},
+          {"jitter_ns", s.jitter_ns}, {"receive_stamps", s.receive_stamps}, {"streams", streams}};
 }
 
 }  // namespace rateline::report

@@ -31,7 +31,22 @@ struct StreamRow {
   stats::LatencyHistogram latency;
   double jitter_ns = 0;
   uint64_t clock_behind = 0;
+  // Its send stamps are on this host's clock (clock_is_shared): only then is
+  // rx - tx a one-way latency. Else the row keeps jitter and shows no latency.
+  bool clock_shared = false;
 };
+
+// Whether a stream's stamps are on the receiver's CLOCK_MONOTONIC. Two hosts'
+// monotonic clocks count from their own boots, so across hosts rx - tx is
+// off by the difference of their uptimes (as is a time namespace's clock by
+// its offset): some packet arrives "before" it was sent, or even the
+// quickest packet took implausibly long. The rule: samples, none behind,
+// and the smallest delay under kSharedClockMaxDelayNs. It is fooled only by
+// a sender whose clock runs 0..10 ms behind ours (two hosts booted that close
+// together); a same-host stream whose every packet waited 10 ms or more is
+// shown without latency (the safe side).
+inline constexpr uint64_t kSharedClockMaxDelayNs = 10'000'000;
+bool clock_is_shared(const stats::LatencyHistogram& latency, uint64_t clock_behind);
 
 // One pktgen run: the streams that share a source address and a sender id.
 struct SenderRow {
@@ -57,7 +72,9 @@ struct RxSummary {
   uint32_t payload_len = 0;          // of the data packets (largest stream's)
   std::string settings;              // "b-t-n-s" from the end marker, "?" parts when unknown
   std::string receive_stamps = "one clock read per received batch";  // the backend's (RxBackend::receive_stamps)
-  stats::LatencyHistogram latency;   // all streams
+  stats::LatencyHistogram latency;   // all streams on this host's clock (StreamRow::clock_shared)
+  uint32_t streams_clock_unrelated = 0;  // streams with stamps on another clock: no latency from them
+  std::vector<std::string> senders_clock_unrelated;  // their senders, "address #id"
   double jitter_ns = 0;              // of the stream with the most packets
 };
 

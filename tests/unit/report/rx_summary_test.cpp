@@ -282,4 +282,41 @@ TEST(RxSummary, AnnouncedStreamThatNeverArrivedIsNotAllEnded) {
   EXPECT_EQ(s.lost, 100u) << "rx --count 200 received 100";
 }
 
+// Clock domains: a stream whose stamps are not on rx's clock gives no
+// latency (summary, JSON, table) but keeps its counts and jitter.
+TEST(RxSummary, ClockSharedOnlyWithoutStampsBehindAndWithAQuickPacket) {
+  using rateline::report::clock_is_shared;
+  rateline::stats::LatencyHistogram h;
+  EXPECT_FALSE(clock_is_shared(h, 0)) << "no samples: nothing to judge";
+  h.record(9'999'999);
+  EXPECT_TRUE(clock_is_shared(h, 0));
+  EXPECT_FALSE(clock_is_shared(h, 1)) << "one packet arrived before it was sent";
+  rateline::stats::LatencyHistogram slow;
+  slow.record(10'000'000);
+  slow.record(3'600'000'000'000);
+  EXPECT_FALSE(clock_is_shared(slow, 0)) << "even the quickest packet took 10 ms";
+}
+
+TEST(RxSummary, StreamOnAnotherClockGivesNoLatency) {
+  std::vector<RxResult> ws{worker(2)};
+  receive(ws[0], 0, 50);  // 10 us each
+  receive(ws[0], 1, 50);
+  ws[0].streams[1].key.sender = 7;
+  ws[0].streams[1].latency = {};
+  ws[0].streams[1].latency.record(3'600'000'000'000);  // its clock is an hour behind ours
+  const RxSummary s = summarize(ws, 0);
+  EXPECT_EQ(s.streams_clock_unrelated, 1u);
+  EXPECT_EQ(s.latency.samples(), 50u) << "stream 0's samples only";
+  EXPECT_EQ(s.latency.max(), 10'000u);
+  const nlohmann::json j = rateline::report::to_json(s, false);
+  EXPECT_EQ(j["streams_clock_unrelated"], 1);
+  EXPECT_EQ(j["streams"][0]["clock"], "shared");
+  EXPECT_EQ(j["streams"][1]["clock"], "unrelated");
+  EXPECT_TRUE(j["streams"][1]["latency_ns"].is_null());
+  EXPECT_EQ(j["streams"][1]["received"], 50);
+  const std::string t = format_table(s, false);
+  EXPECT_NE(t.find("latency: not shown for 1 stream(s) of 1 sender(s) (? #7)"), std::string::npos) << t;
+  EXPECT_EQ(t.find("3600000"), std::string::npos) << t;
+}
+
 }  // namespace
