@@ -180,7 +180,8 @@ Run set_up(const Config& cfg) {
   const std::string chosen = cfg.backend == "auto" ? std::string("auto (") + desc.name + " here)" : cfg.backend;
   if (!cfg.vlan_tci.empty() && !desc.frames) throw cli::UsageError(vlan_needs_frames(chosen));
   if (cfg.src_range && !desc.frames) throw cli::UsageError(src_range_needs_frames(chosen));
-  run.placement = topo::place_workers(cfg.threads, cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores);
+  run.placement = topo::place_workers(cfg.threads, cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores,
+                                      topo::device_numa_node(device, cfg.dpdk_args));
 
   // Flows: one per source port x source address x destination address
   // (without ranges: one per worker), dealt round-robin to workers; stream

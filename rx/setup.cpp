@@ -26,7 +26,8 @@ Run set_up(const Config& cfg) {
   }
   run.choice = drivers::choose_backend(cfg.backend, drivers::Direction::rx, frames_why.empty(), frames_why);
   const drivers::BackendDescriptor& desc = *run.choice.backend;
-  run.placement = topo::place_workers(cfg.threads, cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores);
+  run.placement = topo::place_workers(cfg.threads, cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores,
+                                      topo::device_numa_node(run.device, cfg.dpdk_args));
   o.bind = run.bind;
   o.port = cfg.port;
   o.ipv6 = cfg.ipv6;
