@@ -192,6 +192,7 @@ struct BackendDescriptor {
   bool rx_drops_in_xdp = false;
   bool replays = false;        // pktgen --replay: its queue takes whole frames of any length up to its slots
   bool one_size = false;       // sends one packet size per run (pktgen --size a,b,c is refused)
+  bool rx_in_kernel = false;   // its receiver counts in the kernel: no frame reaches rx (rx --pcap-out is refused)
 };
 
 // The descriptor named, or one with every flag false for a name the table does not have.

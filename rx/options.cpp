@@ -33,7 +33,7 @@ uint64_t mem_available_bytes() {
 
 int parse_options(int argc, char** argv, Config& cfg) {
   CLI::App app{"rx: receive a pktgen stream, check every packet, count what arrived and what was missed", "rx"};
-  std::string count, rcvbuf = "4M", idle = "10", duration, max_size = "9000", max_streams = "256", batch = "64";
+  std::string count, rcvbuf = "4M", idle = "10", duration, max_size = "9000", max_streams = "256", batch = "64", pcap_max = "1000";
   auto* count_opt = app.add_option("-n,--count", count,
                                    "count packets (the default mode); with a value N, expect N packets: stop once N "
                                    "arrived and count N minus received as lost when no end marker came");
@@ -69,6 +69,11 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--dpdk-args", dpdk_args,
                  "--backend dpdk: EAL arguments, e.g. \"--no-pci --vdev=net_tap0,iface=rltap0\" (also: all after --)");
   app.add_option("--json", cfg.json_path, "write JSON lines to this file (- for stdout)");
+  app.add_option("--pcap-out", cfg.pcap_out,
+                 "write the first --pcap-max frames received, and the bad ones after them (corrupt, malformed, wrong "
+                 "UDP checksum; per worker up to 1000 or --pcap-max), to this pcap file when the run ends (socket backends: with headers "
+                 "made from the sender's address)");
+  app.add_option("--pcap-max", pcap_max, "frames --pcap-out keeps from the start (and bad ones after)")->capture_default_str();
   app.add_option("--csv", cfg.csv_path,
                  "write the progress and result records as CSV to this file (- for stdout): columns are the JSON "
                  "field names, nested ones joined with '.'; written whole at the end");
@@ -140,6 +145,10 @@ int parse_options(int argc, char** argv, Config& cfg) {
     // A bad CPU list is a usage error: found here, not at setup.
     if (!cfg.cores.empty() && cfg.cores != "auto")
       convert("--cores", [&] { return topo::place_workers(cfg.threads, cfg.cores).text; });
+    cfg.pcap_max = static_cast<uint32_t>(in_range<uint64_t>("--pcap-max", convert("--pcap-max", [&] { return units::parse_count(pcap_max); }), 1, 100'000));
+    if (!cfg.pcap_out.empty() && drivers::describe_backend(cfg.backend).rx_in_kernel)
+      throw cli::UsageError("--pcap-out: --backend " + cfg.backend + " counts in the kernel, no frame reaches rx; "
+                            "receive with afxdp, afpacket, socket, uring or dpdk to keep frames");
     cfg.metrics = metrics.parse();
   } catch (const cli::UsageError& e) {
     std::fprintf(stderr, "rx: %s\n", e.what());

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "metrics.hpp"
+#include "pcap_out.hpp"
 #include "report/rx_summary.hpp"
 #include "util/clock.hpp"
 #include "util/privileges.hpp"
@@ -87,6 +88,22 @@ int report_result(const Config& cfg, Run& run, const std::string& ended_by, repo
   record["buffer_ring_empty"] = ring_empty;
   record["rcvbuf_bytes"] = run.workers.front()->info.socket.rcvbuf_bytes;
   record["errors"] = errors;
+  if (!cfg.pcap_out.empty()) {
+    std::vector<const engine::FrameKeeper*> keepers;
+    for (auto& w : run.workers) keepers.push_back(w->keeper.get());
+    const KeptFrames kept = write_kept_frames(cfg.pcap_out, keepers, cfg.pcap_max, run.bind);
+    if (!kept.error.empty()) {
+      std::fprintf(stderr, "rx: %s\n", kept.error.c_str());
+      errors += (errors.empty() ? "" : "; ") + kept.error;
+      record["errors"] = errors;
+    } else {
+      std::printf("pcap: %zu frame(s) in %s: the first %zu received, %zu bad one(s) after them%s\n", kept.first + kept.bad,
+                  cfg.pcap_out.c_str(), kept.first, kept.bad,
+                  kept.bad_not_kept ? (", " + std::to_string(kept.bad_not_kept) + " more bad ones not kept (--pcap-max)").c_str() : "");
+      std::fflush(stdout);
+    }
+    record["pcap"] = kept.to_json(cfg.pcap_out);
+  }
   run.backend->add_to_result(record, summary);
   json.write(record);
   // From the very numbers the JSON result was just written from.

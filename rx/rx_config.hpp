@@ -35,6 +35,8 @@ struct Config {
   std::string xdp_cleanup;    // --xdp-cleanup IFACE: detach XDP from IFACE and exit
   std::vector<std::string> dpdk_args;  // EAL arguments: --dpdk-args split at spaces, then all after "--"
   report::MetricsOptions metrics;  // --metrics, --metrics-textfile, --metrics-linger
+  std::string pcap_out;       // --pcap-out: copies of the first --pcap-max frames and of the bad ones after them (engine/frame_keeper.hpp)
+  uint32_t pcap_max = 1000;
 };
 
 int parse_options(int argc, char** argv, Config& cfg);

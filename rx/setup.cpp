@@ -26,6 +26,9 @@ Run set_up(const Config& cfg) {
   }
   run.choice = drivers::choose_backend(cfg.backend, drivers::Direction::rx, frames_why.empty(), frames_why);
   const drivers::BackendDescriptor& desc = *run.choice.backend;
+  if (!cfg.pcap_out.empty() && desc.rx_in_kernel)
+    throw SetupError("--pcap-out: the " + std::string(desc.name) + " receiver counts in the kernel, no frame reaches rx: "
+                     "give --backend afxdp, afpacket, socket, uring or dpdk");
   run.placement = topo::place_workers(cfg.threads, cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores,
                                       topo::device_numa_node(run.device, cfg.dpdk_args));
   o.bind = run.bind;
@@ -55,6 +58,10 @@ Run set_up(const Config& cfg) {
     w->plan.udp_port = cfg.port;
     w->plan.max_payload_bytes = cfg.max_size;
     w->plan.test_slow_ns = uint64_t{cfg.test_slow_us} * 1000;
+    if (!cfg.pcap_out.empty()) {
+      w->keeper = std::make_unique<engine::FrameKeeper>(cfg.pcap_max, cfg.max_size + static_cast<uint32_t>(net::kMaxHeadersBytes));
+      w->plan.keep = w->keeper.get();
+    }
     run.workers.push_back(std::move(w));
   }
   return run;

@@ -24,6 +24,7 @@ struct Worker : engine::WorkerThread {
   stats::Snapshot<stats::RxCounters> latest{};
   engine::RxResult result;
   drivers::RxWorkerInfo info;
+  std::unique_ptr<engine::FrameKeeper> keeper;  // rx --pcap-out
 };
 
 struct Run {

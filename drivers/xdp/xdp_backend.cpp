@@ -145,6 +145,7 @@ extern const BackendDescriptor xdp_backend = {
     .rx_layers = true,
     .rx_drops_in_xdp = true,
     .one_size = true,  // the in-kernel generator copies one template frame per run
+    .rx_in_kernel = true,
 };
 
 }  // namespace rateline::drivers

@@ -24,6 +24,7 @@
 #include "net/frame.hpp"
 #include "ring/spsc_ring.hpp"
 #include "stats/counters.hpp"
+#include "engine/frame_keeper.hpp"
 #include "stats/latency.hpp"
 #include "stats/sequence_tracker.hpp"
 #include "util/clock.hpp"
@@ -86,6 +87,7 @@ struct RxPlan {
   // TEST AID only (rx --test-slow-us): sleep this long after each non-empty batch, to make
   // a slow consumer on purpose (tests of the drop ledger). 0 in every real run.
   uint64_t test_slow_ns = 0;
+  FrameKeeper* keep = nullptr;  // rx --pcap-out: copies of the first and the bad frames; null in most runs
 };
 
 struct RxResult {
@@ -242,6 +244,53 @@ inline net::SenderAddress frame_sender(const uint8_t* frame, const net::ParsedUd
                 : net::SenderAddress::v4(frame + p.l3_offset + 12, p.src_port);
 }
 
+// One frame or datagram through the checks and into its stream's state.
+template <Layer L>
+inline void take_frame(RxResult& st, StreamLookup& streams, const RxPlan& plan, const RxFrame& f, uint64_t rx_ns) {
+  stats::RxCounters& c = st.counters;
+  ++c.frames;
+  if constexpr (L == Layer::ethernet) {
+    const net::ParsedUdp p = net::parse_udp_frame({f.data, f.len});
+    if (p.status != net::ParseStatus::ok || p.dst_port != plan.udp_port) [[unlikely]] {
+      // A fragment is not someone else's traffic: it may be ours, cut up on the way.
+      if (p.status == net::ParseStatus::fragment) ++c.fragments;
+      else ++c.foreign;
+      return;
+    }
+    if (p.payload_len > plan.max_payload_bytes) [[unlikely]] {
+      ++c.malformed;
+      return;
+    }
+    // The kernel drops a datagram whose UDP checksum is wrong before a
+    // socket sees it; a raw receiver checks it here, unless the device
+    // checked it or the frame never left this host (its checksum left
+    // for a device to fill in: counted, as it cannot be checked). For
+    // the short form it is the only integrity check; for the long form
+    // a second one, over the headers too.
+    if (!f.l4_checksum_trusted) {
+      const net::ChecksumCheck check = net::check_udp_checksums({f.data, f.len}, p);
+      if (check != net::ChecksumCheck::ok) [[unlikely]] {
+        if (check == net::ChecksumCheck::bad) {
+          ++c.bad_udp_checksum;
+          return;
+        }
+        ++c.udp_checksum_unfilled;
+      }
+    }
+    detail::account(st, streams, detail::frame_sender(f.data, p), f.data + p.payload_offset, p.payload_len,
+                    f.rx_ns ? f.rx_ns : rx_ns);
+  } else {
+    if (f.len > plan.max_payload_bytes) [[unlikely]] {
+      ++c.malformed;
+      return;
+    }
+    detail::account(st, streams, f.from, f.data, f.len, f.rx_ns ? f.rx_ns : rx_ns);
+  }
+}
+
+// Frames counted as bad (for rx --pcap-out's "every bad one").
+inline uint64_t bad_frames(const stats::RxCounters& c) { return c.corrupt + c.malformed + c.bad_udp_checksum; }
+
 }  // namespace detail
 
 // What a snapshot says of the streams so far (read from the stream table
@@ -279,44 +328,14 @@ RxResult run_rx(Q& q, const RxPlan& plan, stats::RxSnapshotRing& snapshots, cons
     const std::span<const RxFrame> frames = q.poll(plan.batch);
     const uint64_t rx_ns = now_ns();
     for (const RxFrame& f : frames) {
-      ++c.frames;
-      if constexpr (Q::kLayer == Layer::ethernet) {
-        const net::ParsedUdp p = net::parse_udp_frame({f.data, f.len});
-        if (p.status != net::ParseStatus::ok || p.dst_port != plan.udp_port) [[unlikely]] {
-          // A fragment is not someone else's traffic: it may be ours, cut up on the way.
-          if (p.status == net::ParseStatus::fragment) ++c.fragments;
-          else ++c.foreign;
-          continue;
-        }
-        if (p.payload_len > plan.max_payload_bytes) [[unlikely]] {
-          ++c.malformed;
-          continue;
-        }
-        // The kernel drops a datagram whose UDP checksum is wrong before a
-        // socket sees it; a raw receiver checks it here, unless the device
-        // checked it or the frame never left this host (its checksum left
-        // for a device to fill in: counted, as it cannot be checked). For
-        // the short form it is the only integrity check; for the long form
-        // a second one, over the headers too.
-        if (!f.l4_checksum_trusted) {
-          const net::ChecksumCheck check = net::check_udp_checksums({f.data, f.len}, p);
-          if (check != net::ChecksumCheck::ok) [[unlikely]] {
-            if (check == net::ChecksumCheck::bad) {
-              ++c.bad_udp_checksum;
-              continue;
-            }
-            ++c.udp_checksum_unfilled;
-          }
-        }
-        detail::account(st, streams, detail::frame_sender(f.data, p), f.data + p.payload_offset, p.payload_len,
-                        f.rx_ns ? f.rx_ns : rx_ns);
-      } else {
-        if (f.len > plan.max_payload_bytes) [[unlikely]] {
-          ++c.malformed;
-          continue;
-        }
-        detail::account(st, streams, f.from, f.data, f.len, f.rx_ns ? f.rx_ns : rx_ns);
+      if (!plan.keep) [[likely]] {
+        detail::take_frame<Q::kLayer>(st, streams, plan, f, rx_ns);
+        continue;
       }
+      const uint64_t bad_before = detail::bad_frames(c);
+      detail::take_frame<Q::kLayer>(st, streams, plan, f, rx_ns);
+      plan.keep->offer(f.data, f.len, f.rx_ns ? f.rx_ns : rx_ns, detail::bad_frames(c) != bad_before,
+                       Q::kLayer != Layer::ethernet, f.from);
     }
     if (!frames.empty()) q.release();
     if (plan.test_slow_ns && !frames.empty()) [[unlikely]] {
