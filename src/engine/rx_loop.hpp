@@ -50,7 +50,9 @@ struct RxStreamState {
   stats::JitterEstimator jitter;
   uint64_t payload_bytes = 0;
   uint64_t corrupt = 0;
-  uint64_t clock_behind = 0;  // samples with rx < tx: clocks not shared
+  uint64_t clock_behind = 0;  // samples with rx < tx: another clock, or this one read a little off (below)
+  uint64_t max_behind_ns = 0; // how far the worst of them was: the kernel's wall-clock stamps, turned into
+                              // CLOCK_MONOTONIC with an offset read per batch, can land a few us early
   uint64_t first_ns = 0;
   uint64_t last_ns = 0;
   uint32_t payload_len = 0;   // of the last data packet
@@ -216,7 +218,10 @@ inline void account(RxResult& st, StreamLookup& streams, const net::SenderAddres
       s.payload_len = len;
       s.last_ns = rx_ns;
       if (rx_ns >= d.tx_ns) [[likely]] s.latency.record(rx_ns - d.tx_ns);
-      else ++s.clock_behind;
+      else {
+        ++s.clock_behind;
+        if (d.tx_ns - rx_ns > s.max_behind_ns) s.max_behind_ns = d.tx_ns - rx_ns;
+      }
       s.jitter.record(d.tx_ns, rx_ns);
       ++c.data;
       c.payload_bytes += len;

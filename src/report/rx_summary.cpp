@@ -28,8 +28,8 @@ std::string address_only(const net::SenderAddress& a) {
 
 }  // namespace
 
-bool clock_is_shared(const stats::LatencyHistogram& latency, uint64_t clock_behind) {
-  return latency.samples() && !clock_behind && latency.min() < kSharedClockMaxDelayNs;
+bool clock_is_shared(const stats::LatencyHistogram& latency, uint64_t max_behind_ns) {
+  return latency.samples() && latency.min() < kSharedClockMaxDelayNs && max_behind_ns < kSharedClockMaxDelayNs;
 }
 
 RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expect) {
@@ -71,6 +71,7 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
       r.end_marker_copies = sat_add(r.end_marker_copies, st.markers.copies);
       r.payload_bytes = sat_add(r.payload_bytes, st.payload_bytes);
       r.clock_behind = sat_add(r.clock_behind, st.clock_behind);
+      r.max_behind_ns = std::max(r.max_behind_ns, st.max_behind_ns);
       if (st.first_ns && (!r.first_ns || st.first_ns < r.first_ns)) r.first_ns = st.first_ns;
       r.last_ns = std::max(r.last_ns, st.last_ns);
       if (st.payload_len) r.payload_len = st.payload_len;
@@ -119,7 +120,7 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
     s.stale = sat_add(s.stale, r.stale);
     s.implausible = sat_add(s.implausible, r.implausible);
     if (r.ended) s.sent_by_markers = sat_add(s.sent_by_markers, r.sent);
-    r.clock_shared = clock_is_shared(r.latency, r.clock_behind);
+    r.clock_shared = clock_is_shared(r.latency, r.max_behind_ns);
     if (r.clock_shared) {
       s.latency.merge(r.latency);
     } else if (r.latency.samples() || r.clock_behind) {
@@ -300,7 +301,8 @@ nlohmann::json to_json(const RxSummary& s, bool ipv6) {
                        {"payload_bytes", row.payload_bytes},
                        {"latency_ns", row.clock_shared ? latency(row.latency) : nlohmann::json(nullptr)},
                        {"clock", row.clock_shared ? "shared" : row.latency.samples() || row.clock_behind ? "unrelated" : "unknown"},
-                       {"jitter_ns", row.jitter_ns}, {"clock_behind", row.clock_behind}});
+                       {"jitter_ns", row.jitter_ns}, {"clock_behind", row.clock_behind},
+                       {"max_behind_ns", row.max_behind_ns}});
   nlohmann::json senders = nlohmann::json::array();
   for (const SenderRow& g : s.senders)
     senders.push_back({{"address", g.address}, {"sender_id", g.sender_id}, {"streams", g.streams},

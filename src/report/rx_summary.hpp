@@ -31,6 +31,7 @@ struct StreamRow {
   stats::LatencyHistogram latency;
   double jitter_ns = 0;
   uint64_t clock_behind = 0;
+  uint64_t max_behind_ns = 0;  // the furthest a packet arrived "before" it was sent (0: none, or not known: xdp)
   // Its send stamps are on this host's clock (clock_is_shared): only then is
   // rx - tx a one-way latency. Else the row keeps jitter and shows no latency.
   bool clock_shared = false;
@@ -39,14 +40,16 @@ struct StreamRow {
 // Whether a stream's stamps are on the receiver's CLOCK_MONOTONIC. Two hosts'
 // monotonic clocks count from their own boots, so across hosts rx - tx is
 // off by the difference of their uptimes (as is a time namespace's clock by
-// its offset): some packet arrives "before" it was sent, or even the
-// quickest packet took implausibly long. The rule: samples, none behind,
-// and the smallest delay under kSharedClockMaxDelayNs. It is fooled only by
-// a sender whose clock runs 0..10 ms behind ours (two hosts booted that close
-// together); a same-host stream whose every packet waited 10 ms or more is
-// shown without latency (the safe side).
+// its offset): packets arrive long "before" they were sent, or even the
+// quickest took implausibly long. The rule: samples, the smallest delay
+// under kSharedClockMaxDelayNs, and no packet arriving that much "before"
+// it was sent (a few us early happens on one clock: the kernel's wall-clock
+// receive stamps are turned into CLOCK_MONOTONIC with an offset read per
+// batch). It is fooled only by a sender whose clock is within 10 ms of ours
+// (two hosts booted that close together); a same-host stream whose every
+// packet waited 10 ms or more is shown without latency (the safe side).
 inline constexpr uint64_t kSharedClockMaxDelayNs = 10'000'000;
-bool clock_is_shared(const stats::LatencyHistogram& latency, uint64_t clock_behind);
+bool clock_is_shared(const stats::LatencyHistogram& latency, uint64_t max_behind_ns);
 
 // One pktgen run: the streams that share a source address and a sender id.
 struct SenderRow {

@@ -284,13 +284,14 @@ TEST(RxSummary, AnnouncedStreamThatNeverArrivedIsNotAllEnded) {
 
 // Clock domains: a stream whose stamps are not on rx's clock gives no
 // latency (summary, JSON, table) but keeps its counts and jitter.
-TEST(RxSummary, ClockSharedOnlyWithoutStampsBehindAndWithAQuickPacket) {
+TEST(RxSummary, ClockSharedOnlyWithAQuickPacketAndNoneFarBehind) {
   using rateline::report::clock_is_shared;
   rateline::stats::LatencyHistogram h;
   EXPECT_FALSE(clock_is_shared(h, 0)) << "no samples: nothing to judge";
   h.record(9'999'999);
   EXPECT_TRUE(clock_is_shared(h, 0));
-  EXPECT_FALSE(clock_is_shared(h, 1)) << "one packet arrived before it was sent";
+  EXPECT_TRUE(clock_is_shared(h, 5'000)) << "5 us early: one clock, read a little off (wall-clock kernel stamps)";
+  EXPECT_FALSE(clock_is_shared(h, 10'000'000)) << "one packet arrived 10 ms before it was sent";
   rateline::stats::LatencyHistogram slow;
   slow.record(10'000'000);
   slow.record(3'600'000'000'000);
