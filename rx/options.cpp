@@ -146,6 +146,13 @@ int parse_options(int argc, char** argv, Config& cfg) {
     if (!cfg.cores.empty() && cfg.cores != "auto")
       convert("--cores", [&] { return topo::place_workers(cfg.threads, cfg.cores).text; });
     cfg.pcap_max = static_cast<uint32_t>(in_range<uint64_t>("--pcap-max", convert("--pcap-max", [&] { return units::parse_count(pcap_max); }), 1, 100'000));
+    if (!cfg.pcap_out.empty()) {
+      const uint64_t keep = workers * engine::frame_keeper_bytes(cfg.pcap_max, cfg.max_size + static_cast<uint32_t>(net::kMaxHeadersBytes));
+      if (const uint64_t avail = mem_available_bytes(); avail && cfg.stream_state_bytes + keep > avail / 2)
+        throw cli::UsageError("--pcap-max " + std::to_string(cfg.pcap_max) + " with --max-size " + std::to_string(cfg.max_size) +
+                              " may keep " + std::to_string(keep >> 20) + " MiB of frames; this host has " +
+                              std::to_string(avail >> 20) + " MiB available (at most half of it may go to rx's state)");
+    }
     if (!cfg.pcap_out.empty() && drivers::describe_backend(cfg.backend).rx_in_kernel)
       throw cli::UsageError("--pcap-out: --backend " + cfg.backend + " counts in the kernel, no frame reaches rx; "
                             "receive with afxdp, afpacket, socket, uring or dpdk to keep frames");

@@ -27,13 +27,19 @@ struct KeptFrame {
 // Room for bad frames after the first ones: at least this many, or `first`.
 inline constexpr uint32_t kKeptBadFramesMin = 1000;
 
+// The memory one keeper takes (rx checks it against the host's at parse time).
+constexpr uint64_t frame_keeper_bytes(uint32_t first, uint32_t slot_bytes) {
+  return (uint64_t{first} + (first > kKeptBadFramesMin ? first : kKeptBadFramesMin)) * slot_bytes;
+}
+
 class FrameKeeper {
  public:
   // `first`: frames kept from the start; then bad ones, up to
   // max(first, kKeptBadFramesMin); `slot_bytes`: the longest frame kept whole.
   FrameKeeper(uint32_t first, uint32_t slot_bytes)
       : first_(first), bad_room_(first > kKeptBadFramesMin ? first : kKeptBadFramesMin), slot_bytes_(slot_bytes),
-        store_(std::make_unique<uint8_t[]>((size_t{first} + bad_room_) * slot_bytes)) {
+        // Not zeroed: the pages are touched only as frames are kept.
+        store_(std::make_unique_for_overwrite<uint8_t[]>((size_t{first} + bad_room_) * slot_bytes)) {
     frames_.reserve(size_t{first} + bad_room_);
   }
 

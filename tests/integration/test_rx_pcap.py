@@ -12,12 +12,13 @@ bad one after them, checked against tcpdump on the same veth.
    the file == rx's corrupt. Foreign frames and end markers after the first
    10 are not kept.
 2. Datagrams (rx socket, pktgen uring): the kernel took the headers off, rx
-   writes them back from the sender's address. With --pcap-max above the
-   total, the file's UDP payloads are exactly tcpdump's (as a multiset, data
+   writes them back from the sender's address. With --pcap-max (1000) above
+   the total, the file's UDP payloads are exactly tcpdump's (as a multiset, data
    and end markers), from pktgen's address and port, with good checksums;
    the data frames == rx's received.
-3. Bad input and a file that cannot be written: --pcap-out with --backend xdp
-   and --pcap-max 0 are one line and exit 2; a path in a missing directory
+3. Bad input and a file that cannot be written: --pcap-out with --backend xdp,
+   --pcap-max 0 and a --pcap-max whose frames would take more than half the
+   host's available memory are one line and exit 2; a path in a missing directory
    gives exit 1 naming it, the report and the JSON result still written.
 """
 import os
@@ -108,7 +109,7 @@ with tempfile.TemporaryDirectory() as tmp, Lab("p", subnet=77) as lab:
     # 2. Datagrams: headers made back from the sender's address.
     n = 500
     rx_json, rx_pcap, cap_pcap = (os.path.join(tmp, f"socket.{k}") for k in ("json", "rx.pcap", "cap.pcap"))
-    rx = start_rx(lab, ["--backend", "socket", "--json", rx_json, "--quiet", "--pcap-out", rx_pcap, "--pcap-max", "100000"])
+    rx = start_rx(lab, ["--backend", "socket", "--json", rx_json, "--quiet", "--pcap-out", rx_pcap, "--pcap-max", "1000"])
     cap = capture(lab, cap_pcap)
     tx = subprocess.run(["ip", "netns", "exec", lab.ns_a, PKTGEN, "--backend", "uring", "--dst", lab.ip_b, "--count", str(n),
                          "--size", "64", "--rate", "20k", "--src-port", "5555", "--quiet"], capture_output=True, text=True,
@@ -129,7 +130,9 @@ with tempfile.TemporaryDirectory() as tmp, Lab("p", subnet=77) as lab:
     # 3. Bad input; a file that cannot be written.
     for args, want, tag in ((["--backend", "xdp", "--device", lab.if_b, "--pcap-out", os.path.join(tmp, "x.pcap")],
                              "counts in the kernel", "--pcap-out with xdp"),
-                            (["--pcap-out", os.path.join(tmp, "x.pcap"), "--pcap-max", "0"], "--pcap-max", "--pcap-max 0")):
+                            (["--pcap-out", os.path.join(tmp, "x.pcap"), "--pcap-max", "0"], "--pcap-max", "--pcap-max 0"),
+                            (["--pcap-out", os.path.join(tmp, "x.pcap"), "--pcap-max", "100000", "--max-size", "65535",
+                              "--threads", "2"], "MiB of frames", "frames beyond the host's memory")):
         p = subprocess.run(["ip", "netns", "exec", lab.ns_b, RX, *args], capture_output=True, text=True, timeout=30)
         lines = [line for line in p.stderr.splitlines() if line.strip()]
         c.eq(f"bad input {tag}: exit code", p.returncode, 2)
