@@ -23,8 +23,6 @@ namespace {
 // Streams (one per flow) one run may have (rx tracks 256 by default: --max-streams).
 constexpr uint32_t kMaxFlows = 4096;
 
-// --pcap-out and --replay: which backend, how long, and the capture itself
-// (read and checked here, so a bad file sends nothing and exits 2).
 // One size of --size, in UDP payload bytes (as_l2: given as an Ethernet
 // frame incl. FCS: less the Ethernet, IP and UDP headers and the FCS).
 uint32_t payload_of_size(const Config& cfg, const std::string& text, bool as_l2, uint64_t max_payload) {
@@ -126,6 +124,8 @@ std::vector<uint16_t> parse_vlan(const std::string& text) {
   return tci;
 }
 
+// --pcap-out and --replay: which backend, how long, and the capture itself
+// (read and checked here, so a bad file sends nothing and exits 2).
 void check_file_options(Config& cfg) {
   if (!cfg.pcap_out.empty()) {
     if (cfg.backend == "auto") cfg.backend = "pcap";
