@@ -334,8 +334,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
     }
     if (!src_ports.empty()) cfg.src_ports = convert("--src-port", [&] { return units::parse_port_range(src_ports); });
     if (cfg.has_flow_ranges()) {
-      const uint64_t flows = uint64_t{cfg.src_ports ? cfg.src_ports->count() : 1} *
-                             (cfg.src_range ? cfg.src_range->count : 1) * cfg.dst_range.count;
+      const uint64_t flows = cfg.flow_count();
       if (flows > kMaxFlows)
         throw cli::UsageError("--src-port, --src-ip and --dst ranges make " + std::to_string(flows) +
                               " flows (one per port x source x destination): at most " + std::to_string(kMaxFlows));

@@ -61,8 +61,8 @@ struct Config {
   report::MetricsOptions metrics;  // --metrics, --metrics-textfile, --metrics-linger
 
   // Flows: one per source port x source address x destination address.
-  uint32_t flow_count() const {
-    return (src_ports ? src_ports->count() : 1) * (src_range ? src_range->count : 1) * dst_range.count;
+  uint64_t flow_count() const {
+    return uint64_t{src_ports ? src_ports->count() : 1} * (src_range ? src_range->count : 1) * dst_range.count;
   }
   bool has_flow_ranges() const { return src_ports || src_range || dst_range.count > 1; }
 

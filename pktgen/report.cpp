@@ -108,7 +108,7 @@ void report_start(const Config& cfg, const Run& run, report::JsonLines& json) {
     std::printf("pktgen: tagged %s: frames %u B longer than untagged (L2 sizes and rates include the tags)\n", vlan_text(cfg).c_str(),
                 static_cast<unsigned>(cfg.vlan_tci.size() * net::kVlanTagBytes));
   if (cfg.has_flow_ranges())
-    std::printf("pktgen: %u flows, one stream each: %s\n", cfg.flow_count(), flows_text(cfg).c_str());
+    std::printf("pktgen: %llu flows, one stream each: %s\n", static_cast<unsigned long long>(cfg.flow_count()), flows_text(cfg).c_str());
   std::printf("pktgen: send stamps: %s\n", run.stamps.c_str());
   if (run.asked_pps) {
     const double pps = *run.asked_pps;

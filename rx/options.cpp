@@ -147,7 +147,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
       convert("--cores", [&] { return topo::place_workers(cfg.threads, cfg.cores).text; });
     cfg.pcap_max = static_cast<uint32_t>(in_range<uint64_t>("--pcap-max", convert("--pcap-max", [&] { return units::parse_count(pcap_max); }), 1, 100'000));
     if (!cfg.pcap_out.empty()) {
-      const uint64_t keep = workers * engine::frame_keeper_bytes(cfg.pcap_max, cfg.max_size + static_cast<uint32_t>(net::kMaxHeadersBytes));
+      const uint64_t keep = workers * engine::frame_keeper_bytes(cfg.pcap_max, cfg.kept_frame_bytes());
       if (const uint64_t avail = mem_available_bytes(); avail && cfg.stream_state_bytes + keep > avail / 2)
         throw cli::UsageError("--pcap-max " + std::to_string(cfg.pcap_max) + " with --max-size " + std::to_string(cfg.max_size) +
                               " may keep " + std::to_string(keep >> 20) + " MiB of frames; this host has " +

@@ -15,8 +15,7 @@ namespace {
 
 net::IpAddress ip_of(const net::SenderAddress& a) {
   net::IpAddress ip;
-  static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  if (std::memcmp(a.ip.data(), kMapped, 12) == 0) {
+  if (a.is_v4()) {
     std::memcpy(ip.bytes.data(), a.ip.data() + 12, 4);
   } else {
     ip.is_v6 = true;

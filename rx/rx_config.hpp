@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "net/frame.hpp"
 #include "report/metrics_server.hpp"
 
 namespace rateline::rx {
@@ -37,6 +38,9 @@ struct Config {
   report::MetricsOptions metrics;  // --metrics, --metrics-textfile, --metrics-linger
   std::string pcap_out;       // --pcap-out: copies of the first --pcap-max frames and of the bad ones after them (engine/frame_keeper.hpp)
   uint32_t pcap_max = 1000;
+
+  // The longest frame --pcap-out keeps whole: the largest payload with any headers.
+  uint32_t kept_frame_bytes() const { return max_size + static_cast<uint32_t>(net::kMaxHeadersBytes); }
 };
 
 int parse_options(int argc, char** argv, Config& cfg);

@@ -59,7 +59,7 @@ Run set_up(const Config& cfg) {
     w->plan.max_payload_bytes = cfg.max_size;
     w->plan.test_slow_ns = uint64_t{cfg.test_slow_us} * 1000;
     if (!cfg.pcap_out.empty()) {
-      w->keeper = std::make_unique<engine::FrameKeeper>(cfg.pcap_max, cfg.max_size + static_cast<uint32_t>(net::kMaxHeadersBytes));
+      w->keeper = std::make_unique<engine::FrameKeeper>(cfg.pcap_max, cfg.kept_frame_bytes());
       w->plan.keep = w->keeper.get();
     }
     run.workers.push_back(std::move(w));

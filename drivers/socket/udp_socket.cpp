@@ -6,9 +6,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <set>
 
 #include "util/clock.hpp"
 #include "util/errors.hpp"
@@ -94,12 +95,15 @@ int open_udp_tx_socket(const UdpTxConfig& cfg, uint16_t src_port) {
 
 std::vector<int> open_udp_tx_sockets(const UdpTxConfig& cfg) {
   std::vector<int> fds;
+  std::map<uint16_t, int> by_port;  // bound ports' sockets; port 0 (the kernel's choice) is never shared
   try {
-    for (size_t f = 0; f < cfg.src_ports.size(); ++f) {
-      const uint16_t port = cfg.src_ports[f];
-      const auto same = std::find(cfg.src_ports.begin(), cfg.src_ports.begin() + static_cast<std::ptrdiff_t>(f), port);
-      if (port && same != cfg.src_ports.begin() + static_cast<std::ptrdiff_t>(f)) fds.push_back(fds[static_cast<size_t>(same - cfg.src_ports.begin())]);
-      else fds.push_back(open_udp_tx_socket(cfg, port));
+    for (uint16_t port : cfg.src_ports) {
+      if (const auto it = by_port.find(port); port && it != by_port.end()) {
+        fds.push_back(it->second);
+        continue;
+      }
+      fds.push_back(open_udp_tx_socket(cfg, port));
+      by_port[port] = fds.back();
     }
   } catch (...) {
     close_udp_tx_sockets(fds);
@@ -109,8 +113,7 @@ std::vector<int> open_udp_tx_sockets(const UdpTxConfig& cfg) {
 }
 
 void close_udp_tx_sockets(const std::vector<int>& fds) {
-  for (size_t i = 0; i < fds.size(); ++i)
-    if (std::find(fds.begin(), fds.begin() + static_cast<std::ptrdiff_t>(i), fds[i]) == fds.begin() + static_cast<std::ptrdiff_t>(i)) ::close(fds[i]);
+  for (int fd : std::set<int>(fds.begin(), fds.end())) ::close(fd);
 }
 
 RxSocketInfo open_udp_rx_socket(const UdpRxConfig& cfg) {
