@@ -64,6 +64,7 @@ struct TxOptions {
   uint16_t streams = 1;               // stream ids 0 .. streams-1 over all workers
   std::vector<std::string> eal_args;  // --dpdk-args
   topo::Placement placement;
+  ReplyListener* replies = nullptr;   // pktgen --rtt on a socket backend: its sockets' replies are read there
 };
 
 // One sending worker: its index and the source port of each of its flows
@@ -193,6 +194,12 @@ struct BackendDescriptor {
   bool replays = false;        // pktgen --replay: its queue takes whole frames of any length up to its slots
   bool one_size = false;       // sends one packet size per run (pktgen --size a,b,c is refused)
   bool rx_in_kernel = false;   // its receiver counts in the kernel: no frame reaches rx (rx --pcap-out is refused)
+  bool rx_reflects = false;    // rx --reflect: its receive queue sends packets back (engine::ReflectingRxQueue)
+  // pktgen --rtt: the replies to its packets can be read here. Socket
+  // backends read them from their own sockets; frames sent through a kernel
+  // interface come back to the kernel, where a socket bound to the source
+  // port reads them (pktgen/setup.cpp).
+  bool tx_rtt = false;
 };
 
 // The descriptor named, or one with every flag false for a name the table does not have.

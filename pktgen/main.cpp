@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
     engine::start_workers(run.workers, keep, [&run](pktgen::Worker& w, const std::function<void()>& ready) {
       w.result = run.backend->run(w.queue, w.plan, *w.snapshots, stop_flag(), ready);
     });
+    if (run.replies) run.replies->start();  // every worker's sockets are adopted by now
     report_capabilities("pktgen", keep_only_capabilities(keep), run.workers);
     metrics.start();  // after the drop: its thread copies this thread's capabilities, and drops them all
 
@@ -53,6 +54,12 @@ int main(int argc, char** argv) {
       publish_metrics(false);
     }
     for (auto& w : run.workers) w->thread.join();
+    if (run.replies) {
+      // The last packets' replies are still on their way: a round trip's worth of grace, not a guess at loss.
+      timespec grace{0, static_cast<long>(pktgen::kReplyGraceNs)};
+      nanosleep(&grace, nullptr);
+      run.replies->stop();
+    }
     const int rc = pktgen::report_result(cfg, run, json);
     publish_metrics(true);
     metrics.linger();

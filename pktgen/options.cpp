@@ -227,6 +227,9 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_flag("--gso", cfg.gso,
                "socket backend: UDP GSO, one sendmsg per batch cut into datagrams by the kernel (a veth/lo counts "
                "such a batch as one packet unless tx-udp-segmentation is off on it)");
+  app.add_flag("--rtt", cfg.rtt,
+               "round-trip latency under this load: read the packets rx --reflect sends back and report their round "
+               "trip (this host's clock at both ends); socket, uring, afpacket");
   app.add_option("--pcap-out", cfg.pcap_out,
                  "write the frames instead of sending them: to this classic pcap file (Ethernet, ns stamps = send "
                  "stamps), end markers included, paced as asked; needs --count or --duration");
@@ -316,6 +319,13 @@ int parse_options(int argc, char** argv, Config& cfg) {
                               "frame): a size mix runs on socket, uring, afpacket, afxdp, dpdk, null or pcap");
       if (!cfg.replay_path.empty()) throw cli::UsageError("--replay sends the capture's own frames: drop the size list");
     }
+    if (cfg.rtt) {
+      if (!cfg.replay_path.empty()) throw cli::UsageError("--rtt measures our own packets: it cannot time a --replay");
+      if (!cfg.pcap_out.empty()) throw cli::UsageError("--rtt needs packets on a wire: drop --pcap-out");
+      if (cfg.backend != "auto" && !drivers::describe_backend(cfg.backend).tx_rtt)
+        throw cli::UsageError("--rtt: --backend " + cfg.backend + " cannot read the replies here (a DPDK "
+                              "port's never reach the kernel); send with socket, uring or afpacket");
+    }
     if (!cfg.dst_mac.empty()) convert("--dst-mac", [&] { return net::parse_mac(cfg.dst_mac); });
     if (cfg.src_ip.find('-') != std::string::npos) {
       cfg.src_range = convert("--src-ip", [&] { return net::parse_ip_range(cfg.src_ip, kMaxFlows); });
@@ -324,6 +334,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
       // auto: checked once it has chosen (setup.cpp).
       if (cfg.backend != "auto" && !drivers::describe_backend(cfg.backend).frames)
         throw cli::UsageError(src_range_needs_frames(cfg.backend));
+      if (cfg.rtt) throw cli::UsageError("--rtt reads replies on this host's own address: it cannot take a --src-ip range");
     }
     if (!cfg.src_ip.empty()) {
       try {

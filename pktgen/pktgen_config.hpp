@@ -52,6 +52,7 @@ struct Config {
   std::vector<std::string> dpdk_args;  // EAL arguments: --dpdk-args split at spaces, then all after "--"
   uint32_t end_markers = 3;
   bool gso = false;
+  bool rtt = false;  // --rtt: read the packets a receiver reflects (rx --reflect) and report round trips
   std::string json_path;
   std::string csv_path;  // --csv: progress and result records as CSV rows
   bool quiet = false;

@@ -84,6 +84,37 @@ nlohmann::json flows_json(const Config& cfg) {
           {"dst_ips", cfg.dst_range.count > 1 ? nlohmann::json(cfg.dst_range.text()) : nlohmann::json(nullptr)}};
 }
 
+// --rtt: the replies' round trips, and what reached the listener that was not one.
+std::string rtt_text(const drivers::ReplyListener& l, uint64_t sent) {
+  const drivers::RttCounts& c = l.counts();
+  const stats::LatencyHistogram& h = l.rtt();
+  char line[640];
+  int n = std::snprintf(line, sizeof line, "rtt: %" PRIu64 " replies to %" PRIu64 " sent (%.2f%%), receive stamps: %s\n",
+                        c.replies, sent, sent ? 100.0 * static_cast<double>(c.replies) / static_cast<double>(sent) : 0.0,
+                        l.kernel_stamps() ? "the kernel's, per datagram" : "one clock read per batch");
+  if (h.samples())
+    n += std::snprintf(line + n, sizeof line - n, "rtt: min %.1f us, p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us; "
+                       "jitter (RFC 3550) %.1f us\n", h.min() / 1e3, h.quantile(0.5) / 1e3, h.quantile(0.99) / 1e3,
+                       h.quantile(0.999) / 1e3, h.max() / 1e3, l.jitter_ns() / 1e3);
+  if (c.other_sender || c.implausible || c.not_ours || c.socket_drops)
+    std::snprintf(line + n, sizeof line - n, "rtt: not counted: %" PRIu64 " from another sender id, %" PRIu64
+                  " with an implausible stamp, %" PRIu64 " not replies of ours; %" PRIu64 " dropped by a full socket\n",
+                  c.other_sender, c.implausible, c.not_ours, c.socket_drops);
+  return line;
+}
+
+nlohmann::json rtt_json(const drivers::ReplyListener& l) {
+  const drivers::RttCounts& c = l.counts();
+  const stats::LatencyHistogram& h = l.rtt();
+  nlohmann::json ns = nullptr;
+  if (h.samples())
+    ns = {{"min", h.min()}, {"p50", h.quantile(0.5)}, {"p99", h.quantile(0.99)}, {"p999", h.quantile(0.999)},
+          {"max", h.max()}, {"mean", h.sum_ns() / h.samples()}};
+  return {{"replies", c.replies}, {"other_sender", c.other_sender}, {"implausible", c.implausible},
+          {"not_ours", c.not_ours}, {"socket_drops", c.socket_drops}, {"rtt_ns", ns}, {"jitter_ns", l.jitter_ns()},
+          {"receive_stamps", l.kernel_stamps() ? "kernel" : "batch"}};
+}
+
 report::Rates rates_of(const Config& cfg, const Run& run, uint64_t packets, uint64_t payload_bytes, double seconds) {
   if (cfg.mix_sizes.empty()) return report::rates_for(packets, run.sizes, seconds);
   return report::rates_for_bytes(packets, payload_bytes, run.sizes, seconds);
@@ -226,6 +257,7 @@ int report_result(const Config& cfg, const Run& run, report::JsonLines& json) {
   if (stamp_clock_breaks)
     std::printf("send stamps: the TSC left CLOCK_MONOTONIC's pace in %u worker(s); from then on their stamps were "
                 "clock_gettime per packet\n", stamp_clock_breaks);
+  if (run.replies) std::printf("%s", rtt_text(*run.replies, total.packets).c_str());
   if (!errors.empty()) std::fprintf(stderr, "pktgen: %s\n", errors.c_str());
   if (const std::string advice = run.backend->advice(); !advice.empty()) std::fprintf(stderr, "pktgen: %s\n", advice.c_str());
   std::fflush(stdout);
@@ -246,6 +278,7 @@ int report_result(const Config& cfg, const Run& run, report::JsonLines& json) {
               {"stamp_lead_max_ns", stamped_batches ? nlohmann::json(stamp_lead_max_ns) : nlohmann::json(nullptr)},
               {"errors", errors}, {"streams", streams}, {"sender_id", run.sender_id},
               {"sizes", mix_json(cfg, &mix_sent)}};
+  if (run.replies) result["rtt"] = rtt_json(*run.replies);
   for (const std::string& line : run.backend->end_lines()) std::printf("%s\n", line.c_str());
   std::fflush(stdout);
   run.backend->add_to_result(result);

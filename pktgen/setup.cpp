@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 
 #include "engine/size_mix.hpp"
 #include "net/iface.hpp"
@@ -180,6 +181,9 @@ Run set_up(const Config& cfg) {
   const std::string chosen = cfg.backend == "auto" ? std::string("auto (") + desc.name + " here)" : cfg.backend;
   if (!cfg.vlan_tci.empty() && !desc.frames) throw cli::UsageError(vlan_needs_frames(chosen));
   if (cfg.src_range && !desc.frames) throw cli::UsageError(src_range_needs_frames(chosen));
+  if (cfg.rtt && !desc.tx_rtt)
+    throw cli::UsageError("--rtt: the " + std::string(desc.name) + " backend cannot read the replies; send with socket, "
+                          "uring or afpacket");
   run.placement = topo::place_workers(cfg.threads, cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores,
                                       topo::device_numa_node(device, cfg.dpdk_args));
 
@@ -206,15 +210,19 @@ Run set_up(const Config& cfg) {
   o.dst_mac = cfg.dst_mac;
   o.eal_args = cfg.dpdk_args;
   o.placement = run.placement;
+  // This run's sender id: the receiver tells runs from one address apart by it
+  // (a restarted pktgen is a new sender, not a storm of duplicates).
+  run.sender_id = draw_sender_id();
+  if (cfg.rtt) {
+    run.replies = std::make_unique<drivers::ReplyListener>(run.sender_id, cfg.port, o.slot_bytes);
+    if (!desc.frames) o.replies = run.replies.get();  // the workers' sockets, adopted as they open
+  }
   run.backend = desc.open_tx(o);
   const drivers::FramePath path = desc.frames ? run.backend->frame_path(o) : drivers::FramePath{};
   if (auto link = run.backend->link()) run.link = *link;
   run.stamps = run.backend->stamp_source().value_or(engine_stamps());
 
   if (cfg.rate) run.asked_pps = rate_to_pps(cfg, run.mean);
-  // This run's sender id: the receiver tells runs from one address apart by it
-  // (a restarted pktgen is a new sender, not a storm of duplicates).
-  run.sender_id = draw_sender_id();
 
   const uint32_t end_len = wire::end_marker_plan(cfg.size).len;
   for (unsigned i = 0; i < cfg.threads; ++i) {
@@ -274,6 +282,12 @@ Run set_up(const Config& cfg) {
     plan.ipv6 = cfg.ipv6;
     plan.vlan_tags = static_cast<uint8_t>(cfg.vlan_tci.size());
     run.workers.push_back(std::move(w));
+  }
+  // Frames bind no socket: the replies come back to the kernel, to a socket of the listener's on each source port.
+  if (run.replies && desc.frames) {
+    std::set<uint16_t> ports;
+    for (size_t f = 0; f < flows.size(); ++f) ports.insert(flows[f].src_port ? flows[f].src_port : static_cast<uint16_t>(40000 + f));
+    for (uint16_t port : ports) run.replies->listen_on(drivers::make_address(net::ip_text(path.endpoints.src_ip), port));
   }
   return run;
 }

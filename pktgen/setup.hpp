@@ -13,6 +13,7 @@
 #include "net/frame.hpp"
 #include "pktgen_config.hpp"
 #include "report/link.hpp"
+#include "socket/reply_listener.hpp"
 #include "stats/counters.hpp"
 #include "topo/topology.hpp"
 
@@ -44,7 +45,11 @@ struct Run {
   std::optional<double> asked_pps;
   std::string stamps;  // how send stamps are taken, for the report
   std::vector<std::unique_ptr<Worker>> workers;
+  std::unique_ptr<drivers::ReplyListener> replies;  // --rtt
 };
+
+// --rtt: how long the listener keeps reading after the last packet left.
+inline constexpr uint64_t kReplyGraceNs = 250'000'000;
 
 // Throws SetupError / BackendUnavailable with a message a user can act on.
 Run set_up(const Config& cfg);

@@ -74,6 +74,12 @@ int parse_options(int argc, char** argv, Config& cfg) {
                  "UDP checksum; per worker up to 1000 or --pcap-max), to this pcap file when the run ends (socket backends: with headers "
                  "made from the sender's address)");
   app.add_option("--pcap-max", pcap_max, "frames --pcap-out keeps from the start (and bad ones after)")->capture_default_str();
+  bool reflect = false;
+  std::string reflect_every;
+  app.add_flag("--reflect", reflect,
+               "send each data packet back to its sender unchanged (stamps untouched), for pktgen --rtt's round "
+               "trip; only packets that passed every check go back (socket, uring)");
+  app.add_option("--reflect-every", reflect_every, "with --reflect: send back every Nth data packet only (default 1)");
   app.add_option("--csv", cfg.csv_path,
                  "write the progress and result records as CSV to this file (- for stdout): columns are the JSON "
                  "field names, nested ones joined with '.'; written whole at the end");
@@ -156,6 +162,13 @@ int parse_options(int argc, char** argv, Config& cfg) {
     if (!cfg.pcap_out.empty() && drivers::describe_backend(cfg.backend).rx_in_kernel)
       throw cli::UsageError("--pcap-out: --backend " + cfg.backend + " counts in the kernel, no frame reaches rx; "
                             "receive with afxdp, afpacket, socket, uring or dpdk to keep frames");
+    if (!reflect_every.empty() && !reflect) throw cli::UsageError("--reflect-every needs --reflect");
+    if (reflect) {
+      cfg.reflect_every = reflect_every.empty() ? 1 : static_cast<uint32_t>(in_range<uint64_t>(
+          "--reflect-every", convert("--reflect-every", [&] { return units::parse_count(reflect_every); }), 1, 1'000'000));
+      if (cfg.backend != "auto" && !drivers::describe_backend(cfg.backend).rx_reflects)
+        throw cli::UsageError("--reflect: --backend " + cfg.backend + " cannot send packets back; receive with socket or uring");
+    }
     cfg.metrics = metrics.parse();
   } catch (const cli::UsageError& e) {
     std::fprintf(stderr, "rx: %s\n", e.what());

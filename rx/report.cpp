@@ -45,6 +45,7 @@ int report_result(const Config& cfg, Run& run, const std::string& ended_by, repo
   run.backend->finish(results);
   report::RxSummary summary = report::summarize(results, cfg.expect);
   summary.receive_stamps = run.backend->receive_stamps();
+  summary.reflect_every = cfg.reflect_every;
   const bool ring = run.backend->has_buffer_ring();
   std::printf("\n%s", report::format_table(summary, cfg.ipv6).c_str());
   std::printf("ended by: %s%s\n", ended_by.c_str(),

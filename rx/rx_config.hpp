@@ -38,6 +38,7 @@ struct Config {
   report::MetricsOptions metrics;  // --metrics, --metrics-textfile, --metrics-linger
   std::string pcap_out;       // --pcap-out: copies of the first --pcap-max frames and of the bad ones after them (engine/frame_keeper.hpp)
   uint32_t pcap_max = 1000;
+  uint32_t reflect_every = 0; // --reflect [--reflect-every N]: send every Nth data packet back (0: off)
 
   // The longest frame --pcap-out keeps whole: the largest payload with any headers.
   uint32_t kept_frame_bytes() const { return max_size + static_cast<uint32_t>(net::kMaxHeadersBytes); }

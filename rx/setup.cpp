@@ -29,6 +29,8 @@ Run set_up(const Config& cfg) {
   if (!cfg.pcap_out.empty() && desc.rx_in_kernel)
     throw SetupError("--pcap-out: the " + std::string(desc.name) + " receiver counts in the kernel, no frame reaches rx: "
                      "give --backend afxdp, afpacket, socket, uring or dpdk");
+  if (cfg.reflect_every && !desc.rx_reflects)
+    throw SetupError("--reflect: the " + std::string(desc.name) + " receiver cannot send packets back: give --backend socket or uring");
   run.placement = topo::place_workers(cfg.threads, cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores,
                                       topo::device_numa_node(run.device, cfg.dpdk_args));
   o.bind = run.bind;
@@ -58,6 +60,7 @@ Run set_up(const Config& cfg) {
     w->plan.udp_port = cfg.port;
     w->plan.max_payload_bytes = cfg.max_size;
     w->plan.test_slow_ns = uint64_t{cfg.test_slow_us} * 1000;
+    w->plan.reflect_every = cfg.reflect_every;
     if (!cfg.pcap_out.empty()) {
       w->keeper = std::make_unique<engine::FrameKeeper>(cfg.pcap_max, cfg.kept_frame_bytes());
       w->plan.keep = w->keeper.get();

@@ -18,6 +18,7 @@ UdpTxConfig udp_tx_config(const TxOptions& o, const TxWorker& w) {
   c.sndbuf_bytes = o.sndbuf_bytes;
   c.device = o.device;
   c.gso = o.gso;
+  c.replies = o.replies;
   return c;
 }
 
@@ -58,6 +59,8 @@ extern const BackendDescriptor socket_backend = {
     },
     .open_rx = [](const RxOptions& o) -> std::unique_ptr<RxBackend> { return std::make_unique<UdpSocketRx<SocketRxQueue>>(o); },
     .cleanup = nullptr,
+    .rx_reflects = true,
+    .tx_rtt = true,
 };
 
 }  // namespace rateline::drivers

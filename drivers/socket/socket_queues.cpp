@@ -121,7 +121,7 @@ void SocketTxQueue::reclaim() {
   ::poll(&p, 1, 10);  // sleep until the send buffer drains instead of spinning
 }
 
-SocketRxQueue::SocketRxQueue(const UdpRxConfig& cfg) {
+SocketRxQueue::SocketRxQueue(const UdpRxConfig& cfg) : reflect_(cfg.batch) {
   info_ = open_udp_rx_socket(cfg);
   fd_ = info_.fd;
   timeval tv{cfg.poll_timeout_ms / 1000, (cfg.poll_timeout_ms % 1000) * 1000};
@@ -168,6 +168,14 @@ std::span<const engine::RxFrame> SocketRxQueue::poll(uint32_t n) {
     frames_[i].rx_ns = stamps ? rx_stamp_ns(msgs_[i].msg_hdr, wall_offset) : 0;
   }
   return {frames_.data(), static_cast<size_t>(got)};
+}
+
+engine::ReflectResult SocketRxQueue::reflect(std::span<const uint32_t> picks) {
+  for (size_t k = 0; k < picks.size(); ++k) {
+    const uint32_t i = picks[k];
+    reflect_.set(k, frames_[i].data, frames_[i].len, &sources_[i], msgs_[i].msg_hdr.msg_namelen);
+  }
+  return reflect_.send(fd_, picks.size());
 }
 
 }  // namespace rateline::drivers

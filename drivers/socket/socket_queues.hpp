@@ -60,12 +60,15 @@ class SocketRxQueue {
 
   std::span<const engine::RxFrame> poll(uint32_t n);
   void release() {}
+  // rx --reflect: the picked frames of the last poll() back to their senders, from this socket.
+  engine::ReflectResult reflect(std::span<const uint32_t> picks);
   uint64_t drops() const { return socket_drops(fd_); }
   const RxSocketInfo& info() const { return info_; }
 
  private:
   RxSocketInfo info_;
   int fd_ = -1;
+  ReflectBatch reflect_;
   std::unique_ptr<uint8_t[]> buffers_;
   std::vector<iovec> iov_;
   std::vector<mmsghdr> msgs_;

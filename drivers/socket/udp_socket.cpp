@@ -1,5 +1,7 @@
 #include "socket/udp_socket.hpp"
 
+#include "socket/reply_listener.hpp"
+
 #include <arpa/inet.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
@@ -104,6 +106,7 @@ std::vector<int> open_udp_tx_sockets(const UdpTxConfig& cfg) {
       }
       fds.push_back(open_udp_tx_socket(cfg, port));
       by_port[port] = fds.back();
+      if (cfg.replies) cfg.replies->adopt(fds.back());
     }
   } catch (...) {
     close_udp_tx_sockets(fds);
@@ -177,6 +180,31 @@ void ensure_port_free(const SocketAddress& bind) {
   throw SetupError("Couldn't bind " + bind.text() + ": " + errno_text(e) +
                    (e == EADDRNOTAVAIL ? ". No interface has that address: use --bind with a local address"
                     : e == EACCES ? ". Ports below 1024 need root or CAP_NET_BIND_SERVICE" : ""));
+}
+
+ReflectBatch::ReflectBatch(uint32_t capacity) : iov_(capacity), msgs_(capacity) {
+  for (uint32_t i = 0; i < capacity; ++i) {
+    msgs_[i].msg_hdr.msg_iov = &iov_[i];
+    msgs_[i].msg_hdr.msg_iovlen = 1;
+  }
+}
+
+engine::ReflectResult ReflectBatch::send(int fd, size_t count) {
+  engine::ReflectResult r;
+  size_t done = 0;
+  while (done < count) {
+    const int sent = ::sendmmsg(fd, msgs_.data() + done, static_cast<unsigned>(count - done), MSG_DONTWAIT);
+    if (sent > 0) {
+      done += static_cast<size_t>(sent);
+      r.sent += static_cast<uint32_t>(sent);
+      continue;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) break;  // full now: the rest is dropped
+    ++done;  // refused for good (unreachable, a firewall): that one is dropped, the others still go
+    ++r.failed;
+  }
+  r.failed += static_cast<uint32_t>(count - done);
+  return r;
 }
 
 uint64_t socket_drops(int fd) {

@@ -9,9 +9,12 @@
 
 #include <sys/socket.h>
 
+#include "engine/queue.hpp"
 #include "net/frame.hpp"
 
 namespace rateline::drivers {
+
+class ReplyListener;
 
 struct SocketAddress {
   sockaddr_storage storage{};
@@ -35,6 +38,7 @@ struct UdpTxConfig {
   int sndbuf_bytes = 0;             // 0 = kernel default
   std::string device;               // SO_BINDTODEVICE, empty = none
   bool gso = false;                 // socket backend: one sendmsg per batch, the kernel cuts it (UDP_SEGMENT)
+  ReplyListener* replies = nullptr;  // pktgen --rtt: reads each socket's replies too
 };
 
 struct UdpRxConfig {
@@ -80,6 +84,28 @@ inline constexpr size_t kRxStampControlBytes = CMSG_SPACE(sizeof(timespec));
 // same user: it would silently take half the traffic. A plain bind (no
 // SO_REUSEPORT) fails in exactly that case, so we probe with one first.
 void ensure_port_free(const SocketAddress& bind);
+
+// rx --reflect on a UDP socket: datagrams to send back, each to its sender,
+// in one sendmmsg and without waiting (a full socket drops the rest, and
+// says so: the receiver must not stall for its replies).
+class ReflectBatch {
+ public:
+  explicit ReflectBatch(uint32_t capacity);
+  ReflectBatch(const ReflectBatch&) = delete;  // the messages point into iov_
+  ReflectBatch& operator=(const ReflectBatch&) = delete;
+  // Entry k: `len` bytes at `data` (a received buffer, not copied) to `name`.
+  void set(size_t k, const uint8_t* data, uint32_t len, void* name, socklen_t name_len) {
+    iov_[k] = {const_cast<uint8_t*>(data), len};
+    msgs_[k].msg_hdr.msg_name = name;
+    msgs_[k].msg_hdr.msg_namelen = name_len;
+  }
+  // Sends entries 0 .. count-1 from fd.
+  engine::ReflectResult send(int fd, size_t count);
+
+ private:
+  std::vector<iovec> iov_;
+  std::vector<mmsghdr> msgs_;
+};
 
 // sk_drops of a socket: datagrams the kernel dropped because the receive
 // queue was full. The same counter SO_RXQ_OVFL reports per message; read via

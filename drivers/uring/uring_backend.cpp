@@ -40,6 +40,8 @@ extern const BackendDescriptor uring_backend = {
     .open_rx = nullptr,
 #endif
     .cleanup = nullptr,
+    .rx_reflects = true,
+    .tx_rtt = true,
 };
 
 }  // namespace rateline::drivers

@@ -90,7 +90,7 @@ void UringTxQueue::reclaim() {
   ::poll(&p, 1, 10);
 }
 
-UringRxQueue::UringRxQueue(const UdpRxConfig& cfg) : ring_(256) {
+UringRxQueue::UringRxQueue(const UdpRxConfig& cfg) : ring_(256), reflect_(cfg.batch) {
   info_ = open_udp_rx_socket(cfg);
   fd_.reset(info_.fd);
   // Room for a sockaddr_in6 (28 B), rounded up to 8: the control message
@@ -131,6 +131,7 @@ UringRxQueue::UringRxQueue(const UdpRxConfig& cfg) : ring_(256) {
   io_uring_buf_ring_advance(buf_ring_, static_cast<int>(ring_entries_));
   frames_.resize(cfg.batch);
   bids_.resize(cfg.batch);
+  names_.resize(cfg.batch);
   arm();
 }
 
@@ -192,6 +193,7 @@ std::span<const engine::RxFrame> UringRxQueue::poll(uint32_t n) {
     io_uring_recvmsg_out* out = io_uring_recvmsg_validate(buf, cqe->res, &recv_shape_);
     bids_[got] = bid;
     if (!out) [[unlikely]] {  // cannot happen for a UDP socket; hand the buffer back unread
+      names_[got] = {nullptr, 0};
       frames_[got++] = {buffers_.get(), 0, {}};
       continue;
     }
@@ -202,6 +204,7 @@ std::span<const engine::RxFrame> UringRxQueue::poll(uint32_t n) {
     // The name sits in the buffer, 8-byte aligned after io_uring_recvmsg_out, room for a sockaddr_in6;
     // the control message after it (the kernel's receive time), 8-byte aligned too.
     frames_[got].from = net::SenderAddress::from_sockaddr(static_cast<const sockaddr*>(io_uring_recvmsg_name(out)));
+    names_[got] = {io_uring_recvmsg_name(out), out->namelen};
     frames_[got].rx_ns = 0;
     for (cmsghdr* c = io_uring_recvmsg_cmsg_firsthdr(out, &recv_shape_); c;
          c = io_uring_recvmsg_cmsg_nexthdr(out, &recv_shape_, c)) {
@@ -213,6 +216,14 @@ std::span<const engine::RxFrame> UringRxQueue::poll(uint32_t n) {
   handed_out_ = got;
   if (!armed_ && got == 0) arm();  // otherwise release() re-arms once buffers are back
   return {frames_.data(), got};
+}
+
+engine::ReflectResult UringRxQueue::reflect(std::span<const uint32_t> picks) {
+  for (size_t k = 0; k < picks.size(); ++k) {
+    const uint32_t i = picks[k];
+    reflect_.set(k, frames_[i].data, frames_[i].len, names_[i].first, names_[i].second);
+  }
+  return reflect_.send(fd_.get(), picks.size());
 }
 
 void UringRxQueue::release() {

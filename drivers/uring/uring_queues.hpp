@@ -68,6 +68,10 @@ class UringRxQueue {
 
   std::span<const engine::RxFrame> poll(uint32_t n);
   void release();
+  // rx --reflect: the picked frames of the last poll() back to their senders,
+  // from this socket (one sendmmsg, not through the ring: the buffers are
+  // still ours until release()).
+  engine::ReflectResult reflect(std::span<const uint32_t> picks);
   uint64_t drops() const { return socket_drops(fd_.get()); }
   uint64_t buffer_ring_empty() const { return ring_empty_; }
   const RxSocketInfo& info() const { return info_; }
@@ -90,6 +94,8 @@ class UringRxQueue {
   msghdr recv_shape_{};
   std::vector<engine::RxFrame> frames_;
   std::vector<uint16_t> bids_;  // buffer ids of the frames handed out
+  std::vector<std::pair<void*, socklen_t>> names_;  // each frame's sender, inside its buffer
+  ReflectBatch reflect_;
   uint32_t timeout_ms_ = 100;
   uint64_t ring_empty_ = 0;
   uint32_t handed_out_ = 0;

@@ -82,4 +82,17 @@ concept RxQueue = requires(Q& q, uint32_t n) {
   { q.release() } -> std::same_as<void>;                     // frames from the last poll go back
 };
 
+// rx --reflect: the receiver sends chosen frames of the last poll() back to
+// their senders, byte for byte (stamps untouched), before release(). A
+// backend without it cannot reflect (rx refuses the option).
+struct ReflectResult {
+  uint32_t sent = 0;
+  uint32_t failed = 0;  // no room in the socket now: dropped, never waited on (the receiver must not stall)
+};
+
+template <class Q>
+concept ReflectingRxQueue = RxQueue<Q> && requires(Q& q, std::span<const uint32_t> frame_indices) {
+  { q.reflect(frame_indices) } -> std::same_as<ReflectResult>;
+};
+
 }  // namespace rateline::engine

@@ -90,6 +90,9 @@ struct RxPlan {
   // a slow consumer on purpose (tests of the drop ledger). 0 in every real run.
   uint64_t test_slow_ns = 0;
   FrameKeeper* keep = nullptr;  // rx --pcap-out: copies of the first and the bad frames; null in most runs
+  // rx --reflect: every Nth data packet (counted per worker) goes back to its
+  // sender unchanged, for the sender's round-trip time (pktgen --rtt). 0: off.
+  uint32_t reflect_every = 0;
 };
 
 struct RxResult {
@@ -329,18 +332,38 @@ RxResult run_rx(Q& q, const RxPlan& plan, stats::RxSnapshotRing& snapshots, cons
     snapshots.try_push({c, now, final});
   };
 
+  // rx --reflect: indices of this batch's frames to send back (sized once).
+  std::vector<uint32_t> reflect_picks(plan.reflect_every ? plan.batch : 0);
+  uint32_t data_since_reflect = 0;
+
   while (!stop.load(std::memory_order_relaxed)) {
     const std::span<const RxFrame> frames = q.poll(plan.batch);
     const uint64_t rx_ns = now_ns();
-    for (const RxFrame& f : frames) {
-      if (!plan.keep) [[likely]] {
+    if (!plan.keep && !plan.reflect_every) [[likely]] {
+      for (const RxFrame& f : frames) detail::take_frame<Q::kLayer>(st, streams, plan, f, rx_ns);
+    } else {
+      uint32_t picks = 0;
+      for (uint32_t i = 0; i < frames.size(); ++i) {
+        const RxFrame& f = frames[i];
+        const uint64_t bad_before = detail::bad_frames(c);
+        const uint64_t data_before = c.data;
         detail::take_frame<Q::kLayer>(st, streams, plan, f, rx_ns);
-        continue;
+        if (plan.keep)
+          plan.keep->offer(f.data, f.len, f.rx_ns ? f.rx_ns : rx_ns, detail::bad_frames(c) != bad_before,
+                           Q::kLayer != Layer::ethernet, f.from);
+        // Only a data packet that passed every check goes back: junk is never echoed.
+        if (plan.reflect_every && c.data != data_before && ++data_since_reflect >= plan.reflect_every) {
+          data_since_reflect = 0;
+          reflect_picks[picks++] = i;
+        }
       }
-      const uint64_t bad_before = detail::bad_frames(c);
-      detail::take_frame<Q::kLayer>(st, streams, plan, f, rx_ns);
-      plan.keep->offer(f.data, f.len, f.rx_ns ? f.rx_ns : rx_ns, detail::bad_frames(c) != bad_before,
-                       Q::kLayer != Layer::ethernet, f.from);
+      if constexpr (ReflectingRxQueue<Q>) {
+        if (picks) {
+          const ReflectResult r = q.reflect({reflect_picks.data(), picks});
+          c.reflected += r.sent;
+          c.reflect_failed += r.failed;
+        }
+      }
     }
     if (!frames.empty()) q.release();
     if (plan.test_slow_ns && !frames.empty()) [[unlikely]] {

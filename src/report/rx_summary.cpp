@@ -54,6 +54,8 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
     s.totals.bad_udp_checksum = sat_add(s.totals.bad_udp_checksum, c.bad_udp_checksum);
     s.totals.udp_checksum_unfilled = sat_add(s.totals.udp_checksum_unfilled, c.udp_checksum_unfilled);
     s.totals.events_lost = sat_add(s.totals.events_lost, c.events_lost);
+    s.totals.reflected = sat_add(s.totals.reflected, c.reflected);
+    s.totals.reflect_failed = sat_add(s.totals.reflect_failed, c.reflect_failed);
     s.totals.stream_count = std::max(s.totals.stream_count, c.stream_count);
     for (const engine::RxStreamState& st : w.streams) {
       if (!st.seen && !st.corrupt) continue;
@@ -234,6 +236,12 @@ std::string format_table(const RxSummary& s, bool ipv6) {
                   s.implausible, s.implausible_markers, s.totals.fragments);
     out += line;
   }
+  if (s.reflect_every) {
+    std::snprintf(line, sizeof line, "reflected: %" PRIu64 " data packets sent back to their senders (every %u%s), %" PRIu64
+                  " dropped: the socket had no room\n", s.totals.reflected, s.reflect_every,
+                  s.reflect_every == 1 ? "" : "th", s.totals.reflect_failed);
+    out += line;
+  }
   if (s.senders.size() > 1) {
     std::snprintf(line, sizeof line, "%-40s %6s %8s %12s %12s %10s %8s %8s\n", "sender (address, id)", "streams",
                   "ended", "sent", "received", "lost", "dup", "corrupt");
@@ -325,7 +333,9 @@ nlohmann::json to_json(const RxSummary& s, bool ipv6) {
           {"payload_bytes", s.totals.payload_bytes}, {"payload_len", s.payload_len},
           {"pps", r.pps}, {"payload_mbps", r.payload_mbps}, {"l2_mbps", r.l2_mbps}, {"l1_mbps", r.l1_mbps},
           {"latency_ns", latency(s.latency)}, {"streams_clock_unrelated", s.streams_clock_unrelated},
-          {"jitter_ns", s.jitter_ns}, {"receive_stamps", s.receive_stamps}, {"streams", streams}};
+          {"jitter_ns", s.jitter_ns}, {"receive_stamps", s.receive_stamps}, {"streams", streams},
+          {"reflect_every", s.reflect_every}, {"reflected", s.totals.reflected},
+          {"reflect_failed", s.totals.reflect_failed}};
 }
 
 }  // namespace rateline::report

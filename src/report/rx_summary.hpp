@@ -79,6 +79,7 @@ struct RxSummary {
   uint32_t streams_clock_unrelated = 0;  // streams with stamps on another clock: no latency from them
   std::vector<std::string> senders_clock_unrelated;  // their senders, "address #id"
   double jitter_ns = 0;              // of the stream with the most packets
+  uint32_t reflect_every = 0;        // rx --reflect: every Nth data packet went back (0: not reflecting)
 };
 
 // Totals are saturating sums of the rows: a forged total can pin a number

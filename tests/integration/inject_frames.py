@@ -106,15 +106,22 @@ def frame(src_mac, dst_mac, src_ip, dst_ip, sport, dport, data):
     return dst_mac + src_mac + b"\x08\x00" + ip + udp + data
 
 
-def main():
-    iface, src, dst, dst_mac, port, stream, valid, corrupt, dups, foreign, size = sys.argv[1:12]
-    port, stream, valid, corrupt, dups, foreign, size = map(int, (port, stream, valid, corrupt, dups, foreign, size))
+def raw_udp_sender(iface, src, dst, dst_mac):
+    """send(data, sport, dport): a UDP/IPv4 frame from src to dst (dotted
+    quads) out of iface through an AF_PACKET socket, checksums correct."""
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     s.bind((iface, 0))
     src_mac = s.getsockname()[4]
     dmac = bytes.fromhex(dst_mac.replace(":", ""))
     sip, dip = socket.inet_aton(src), socket.inet_aton(dst)
-    send = lambda data, sport=40000: s.send(frame(src_mac, dmac, sip, dip, sport, port, data))
+    return lambda data, sport, dport: s.send(frame(src_mac, dmac, sip, dip, sport, dport, data))
+
+
+def main():
+    iface, src, dst, dst_mac, port, stream, valid, corrupt, dups, foreign, size = sys.argv[1:12]
+    port, stream, valid, corrupt, dups, foreign, size = map(int, (port, stream, valid, corrupt, dups, foreign, size))
+    raw_send = raw_udp_sender(iface, src, dst, dst_mac)
+    send = lambda data, sport=40000: raw_send(data, sport, port)
     for seq in range(valid):
         send(payload(1, stream, seq, size))
         if seq < dups:

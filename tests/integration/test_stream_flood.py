@@ -29,17 +29,13 @@ def rss_kib(pid):
 
 
 INJECT = r'''
-import socket, sys, time
+import sys, time
 sys.path.insert(0, sys.argv[1])
-from inject_frames import frame, payload
-iface, sip, dip, dmac, n = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6])
-tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-tx.bind((iface, 0))
-smac = tx.getsockname()[4]
+from inject_frames import payload, raw_udp_sender
+send = raw_udp_sender(*sys.argv[2:6])
 data = payload(1, 0, 0, 64, sender=1)
-for i in range(n):
-    tx.send(frame(smac, bytes.fromhex(dmac.replace(":", "")), socket.inet_aton(sip), socket.inet_aton(dip),
-                  10000 + i, 9000, data))
+for i in range(int(sys.argv[6])):
+    send(data, 10000 + i, 9000)
     if i % 500 == 499:
         time.sleep(0.005)  # let the receiver keep up: this test is about memory, not drops
 '''

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Round-trip latency: rx --reflect sends packets back, pktgen --rtt times them.
+
+Over the lab's veth, pktgen in side a sends 100 kpps (one packet per burst)
+to rx in side b, which reflects them; ping runs across the same veth at the
+same time. Their workers are pinned to the two cores apart (unpinned on a
+2-core host, run-queue waits of a scheduler tick reach p99). Checked against observers outside both tools:
+1. every reflected packet is counted once at each end: tcpdump on side a
+   sees exactly rx's `reflected` replies (plus the forged ones below), and
+   pktgen's `replies` equal them (its socket dropped none);
+2. the round trip is a real one: min > 0, p50 within the range ping measured
+   under the same load (a factor of 4 either way: ping's ICMP echo is
+   answered in the kernel, ours in user space at both ends);
+3. forged replies sent as side b's rx port during the run are counted and
+   named, never timed: 20 with another sender id, 15 stamped in the far
+   future, 15 stamped before the run began, 10 not our format; 10 valid-looking
+   ones from another port are not ours either;
+4. --reflect-every 10: rx sends back exactly every 10th data packet;
+5. pktgen in a time namespace 3600 s ahead (another host's clock): rx shows
+   no one-way latency, and the round trip is still measured, in range;
+6. on uring and afpacket (replies read by a socket bound to the frames'
+   source port) too, and the usage errors exit 2 (--reflect on a backend that
+   cannot send back, --reflect-every without --reflect, --rtt on DPDK).
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from netlab import PKTGEN, RX, Checks, Lab, finish, result_record, sh, start_rx, tshark_rows  # noqa: E402
+
+SANITIZED = os.environ.get("RATELINE_SANITIZED", "")  # set by tools/check.d/10-sanitize
+N = 20_000 if SANITIZED else 100_000
+SPORT = 5000
+c = Checks("rtt")
+
+
+def in_range(what, ok):
+    """A timing check: enforced in the main suite, information under the sanitizers (they slow both tools)."""
+    if SANITIZED:
+        print(("ok   " if ok else "info ") + what + " (sanitized build: not enforced)", flush=True)
+    else:
+        c.true(what, ok)
+
+FORGER = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from inject_frames import payload, raw_udp_sender
+send = raw_udp_sender(*sys.argv[2:6])
+sender, dport = int(sys.argv[6]), %d
+now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+for i in range(20): send(payload(1, 0, i, 200, sender=sender ^ 0x5a5a, tx_ns=now), 9000, dport)
+for i in range(15): send(payload(1, 0, i, 200, sender=sender, tx_ns=now + 10**15), 9000, dport)
+for i in range(15): send(payload(1, 0, i, 200, sender=sender, tx_ns=1), 9000, dport)
+for i in range(10): send(b"not a rateline packet " * 4, 9000, dport)
+for i in range(10): send(payload(1, 0, i, 200, sender=sender, tx_ns=now), 9001, dport)
+print("forged", flush=True)
+""" % SPORT
+
+
+def ping_range(lab, out):
+    m = re.search(r"rtt min/avg/max/mdev = ([\d.]+)/([\d.]+)/([\d.]+)", out)
+    got = re.search(r"(\d+) received", out)
+    return (float(m.group(1)) * 1000, float(m.group(3)) * 1000, int(got.group(1))) if m and got else None
+
+
+def run(lab, tmp, tag, rx_extra=(), tx_extra=(), backend="socket", forge=False, shift_s=0, count=N, pings=100):
+    """One pktgen --rtt -> rx --reflect run with `pings` pings beside it. The
+    observer: tcpdump on side a (forge=False), or side a's rx_packets counter
+    (forge=True: a capture's own CPU would be part of the round trip measured
+    against ping's). Returns pktgen's and rx's results, what the observer
+    counted, ping's (min, max, received), pktgen's and rx's output."""
+    rx_json, tx_json = os.path.join(tmp, f"rx-{tag}.json"), os.path.join(tmp, f"tx-{tag}.json")
+    pcap = os.path.join(tmp, f"a-{tag}.pcap")
+    rx = start_rx(lab, ["--backend", backend if backend in ("socket", "uring") else "socket", "--reflect", "--cores", "1", "--json", rx_json, "--quiet", *rx_extra])
+    before = lab.counter("a", "rx_packets")
+    cap = None
+    if not forge:
+        # --immediate-mode: no packet waits in a ring block that is only handed over after a timeout.
+        cap = subprocess.Popen(["ip", "netns", "exec", lab.ns_a, "tcpdump", "-n", "--immediate-mode", "-s", "96", "-B",
+                                "65536", "-i", lab.if_a, "-w", pcap, "udp", "and", "src", "port", "9000"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        lab.procs.append(cap)
+        cap.stderr.readline()
+    cmd = ["ip", "netns", "exec", lab.ns_a]
+    if shift_s:
+        cmd += ["unshare", "--time", "--fork", "--monotonic", str(shift_s)]
+    tx = subprocess.Popen(cmd + [PKTGEN, "--backend", backend, "--dst", lab.ip_b, "--src-port", str(SPORT), "--rtt", "--cores", "0",
+                                 "--count", str(count), "--rate", "100k", "--burst", "1", "--size", "200",
+                                 "--json", tx_json, *tx_extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    first = tx.stdout.readline()
+    sender = int(re.search(r"sender id (\d+)", first).group(1))
+    ping = subprocess.Popen(["ip", "netns", "exec", lab.ns_a, "ping", "-q", "-c", str(pings), "-i", "0.005", lab.ip_b],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if forge:
+        time.sleep(0.2)
+        mac_a = lab.mac(lab.ns_a, lab.if_a)
+        f = subprocess.run(["ip", "netns", "exec", lab.ns_b, sys.executable, "-c", FORGER, os.path.dirname(__file__),
+                            lab.if_b, lab.ip_b, lab.ip_a, mac_a, str(sender)], capture_output=True, text=True, timeout=30)
+        c.eq(f"{tag}: forger ran", f.stdout.strip(), "forged")
+    ping_out, _ = ping.communicate(timeout=60)
+    out, err = tx.communicate(timeout=90)
+    c.eq(f"{tag}: pktgen exit code", tx.returncode, 0)
+    if tx.returncode:
+        print(err[-800:])
+    rc, rx_out, rx_err = finish(rx, timeout=60)
+    c.eq(f"{tag}: rx exit code", rc, 0)
+    t, r = result_record(tx_json, "pktgen"), result_record(rx_json, "rx")
+    if cap:
+        time.sleep(0.3)
+        cap.send_signal(2)
+        cap.wait(timeout=20)
+        seen = len(tshark_rows(pcap, ["frame.number"], ("-Y", f"udp.srcport == 9000 && udp.dstport == {SPORT}")))
+    else:
+        seen = lab.counter("a", "rx_packets") - before
+    return t, r, seen, ping_range(lab, ping_out), first + out, rx_out
+
+
+with tempfile.TemporaryDirectory() as tmp, Lab("t", subnet=77) as lab:
+    forged = 20 + 15 + 15 + 10 + 10
+    t, r, counted, ping, out, rx_out = run(lab, tmp, "socket", forge=True)
+    c.eq("socket: rx received, lost", (r["received"], r["lost"]), (N, 0))
+    c.eq("socket: rx reflected + dropped", r["reflected"] + r["reflect_failed"], N)
+    c.true("socket: ping ran", ping, str(ping))
+    c.eq("socket: side a's rx_packets = reflected + forged + ping replies", counted,
+         r["reflected"] + forged + (ping[2] if ping else 0))
+    rtt = t["rtt"]
+    c.eq("socket: pktgen replies = rx reflected (its socket dropped none)", (rtt["replies"], rtt["socket_drops"]),
+         (r["reflected"], 0))
+    c.eq("socket: forged replies named, not timed", (rtt["other_sender"], rtt["implausible"], rtt["not_ours"]),
+         (20, 30, 20))
+    if rtt["rtt_ns"] and ping:
+        p50 = rtt["rtt_ns"]["p50"] / 1000
+        c.true("socket: rtt min > 0 and max < 1 s", 0 < rtt["rtt_ns"]["min"] <= rtt["rtt_ns"]["max"] < 10**9, str(rtt))
+        in_range(f"socket: rtt p50 {p50:.1f} us within ping's {ping[0]:.1f}..{ping[1]:.1f} us under the same load "
+                 "(x4 either way)", ping[0] / 4 <= p50 <= ping[1] * 4)
+    c.true("socket: the table shows the round trip", "rtt: min" in out and "from another sender id" in out, out[-600:])
+    c.true("socket: rx's table says what it reflected", "reflected: " in rx_out, rx_out[-400:])
+
+    t, r, captured, ping, out, _ = run(lab, tmp, "every10", rx_extra=("--reflect-every", "10"), count=20_000)
+    c.eq("every10: rx reflected exactly every 10th", r["reflected"] + r["reflect_failed"], 20_000 // 10)
+    c.eq("every10: replies = reflected = captured", (t["rtt"]["replies"], captured), (r["reflected"], r["reflected"]))
+
+    if SANITIZED:
+        c.done()  # the shapes below add no code path the sanitizers have not run above
+    t, r, captured, ping, out, _ = run(lab, tmp, "shifted", shift_s=3600, count=20_000)
+    c.eq("shifted: rx shows no one-way latency", (r["latency_ns"], r["streams_clock_unrelated"]), (None, 1))
+    c.eq("shifted: replies = reflected = captured", (t["rtt"]["replies"], captured), (r["reflected"], r["reflected"]))
+    c.true("shifted: rtt measured", t["rtt"]["rtt_ns"] and 0 < t["rtt"]["rtt_ns"]["min"] < t["rtt"]["rtt_ns"]["max"] < 10**9,
+           str(t["rtt"]))
+
+    t, r, captured, ping, out, _ = run(lab, tmp, "uring", backend="uring", count=20_000)
+    c.eq("uring: replies = reflected = captured, all of them",
+         (t["rtt"]["replies"], r["reflected"], captured), (20_000, 20_000, 20_000))
+
+    t, r, captured, ping, out, _ = run(lab, tmp, "afpacket", tx_extra=("--dst-mac", lab.mac(lab.ns_b, lab.if_b)),
+                                       backend="afpacket", count=20_000)
+    c.eq("afpacket: replies = reflected = captured, all of them",
+         (t["rtt"]["replies"], r["reflected"], captured), (20_000, 20_000, 20_000))
+
+    for args, want, tag in ((["--backend", "afpacket", "--device", lab.if_b, "--reflect"], "cannot send packets back", "rx afpacket --reflect"),
+                            (["--reflect-every", "5"], "--reflect-every needs --reflect", "rx --reflect-every alone")):
+        p = subprocess.run(["ip", "netns", "exec", lab.ns_b, RX, *args], capture_output=True, text=True, timeout=30)
+        c.eq(f"{tag}: exit 2", p.returncode, 2)
+        c.true(f"{tag}: one clear line", want in p.stderr and p.stderr.count("\n") == 1, p.stderr)
+    p = subprocess.run(["ip", "netns", "exec", lab.ns_a, PKTGEN, "--backend", "dpdk", "--dst", lab.ip_b, "--rtt"],
+                       capture_output=True, text=True, timeout=30)
+    c.eq("pktgen --rtt --backend dpdk: exit 2", p.returncode, 2)
+    c.true("pktgen --rtt --backend dpdk: one clear line", "cannot read the replies" in p.stderr, p.stderr)
+
+c.done()
