@@ -58,6 +58,26 @@ std::string metrics_page(const Config& cfg, const Run& run, bool final) {
              "Times the rate-paced schedule fell more than 8 periods behind and was rebased (JSON: pace_slips).",
              &stats::TxCounters::pace_slips);
 
+  if (run.replies) {
+    const drivers::RttSnapshot rtt = run.replies->snapshot();
+    page.family("rateline_pktgen_rtt_replies_total", Type::counter,
+                "pktgen --rtt: replies timed, one round trip each (JSON: rtt.replies).");
+    page.sample({}, rtt.counts.replies);
+    page.family("rateline_pktgen_rtt_not_counted_total", Type::counter,
+                "pktgen --rtt: what reached the reply sockets and was not timed, by reason (JSON: rtt.other_sender, "
+                "rtt.implausible, rtt.not_ours, rtt.socket_drops).");
+    page.sample({{"reason", "other_sender"}}, rtt.counts.other_sender);
+    page.sample({{"reason", "implausible"}}, rtt.counts.implausible);
+    page.sample({{"reason", "not_ours"}}, rtt.counts.not_ours);
+    page.sample({{"reason", "socket_drop"}}, rtt.counts.socket_drops);
+    page.family("rateline_pktgen_rtt_seconds", Type::histogram,
+                "pktgen --rtt: round trip of each reply on pktgen's clock (reply's kernel receive stamp - the "
+                "packet's send stamp). Buckets at 2^k ns.");
+    page.histogram({}, report::latency_seconds(rtt.rtt));
+    page.family("rateline_pktgen_rtt_jitter_seconds", Type::gauge, "pktgen --rtt: RFC 3550 jitter of the replies (JSON: rtt.jitter_ns).");
+    page.sample_double({}, rtt.jitter_ns / 1e9);
+  }
+
   if (final) {
     page.family("rateline_pktgen_stream_sent_packets_total", Type::counter,
                 "Per stream (one per source port or worker), at the end of the run only; at most 64 streams "

@@ -33,7 +33,7 @@ void run_info(report::PrometheusText& page, const Config& cfg, const Run& run, b
 
 // The per-worker counters: `counters(i)` is worker i's snapshot or result.
 template <class CountersOf>
-void per_worker(report::PrometheusText& page, size_t workers, CountersOf counters) {
+void per_worker(report::PrometheusText& page, size_t workers, bool reflecting, CountersOf counters) {
   const auto family = [&](const char* name, const char* help, uint64_t stats::RxCounters::*field) {
     page.family(name, Type::counter, help);
     for (size_t i = 0; i < workers; ++i) page.sample({{"worker", std::to_string(i)}}, counters(i).*field);
@@ -55,6 +55,13 @@ void per_worker(report::PrometheusText& page, size_t workers, CountersOf counter
          &stats::RxCounters::backend_drops);
   family("rateline_rx_end_markers_total", "End markers that passed the checksum (JSON: end_markers).",
          &stats::RxCounters::end_markers);
+  if (reflecting) {
+    family("rateline_rx_reflected_packets_total", "rx --reflect: data packets sent back to their senders (JSON: reflected).",
+           &stats::RxCounters::reflected);
+    family("rateline_rx_reflect_dropped_packets_total",
+           "rx --reflect: replies the socket had no room for, dropped without waiting (JSON: reflect_failed).",
+           &stats::RxCounters::reflect_failed);
+  }
 }
 
 const char* kReceivedHelp =
@@ -69,7 +76,7 @@ const char* kLostHelp =
 std::string live_metrics_page(const Config& cfg, const Run& run) {
   report::PrometheusText page;
   run_info(page, cfg, run, false);
-  per_worker(page, run.workers.size(), [&](size_t i) -> const stats::RxCounters& { return run.workers[i]->latest.counters; });
+  per_worker(page, run.workers.size(), cfg.reflect_every != 0, [&](size_t i) -> const stats::RxCounters& { return run.workers[i]->latest.counters; });
   uint64_t received = 0, lost = 0;
   for (const auto& w : run.workers) {
     received += w->latest.counters.unique_so_far;
@@ -86,7 +93,7 @@ std::string final_metrics_page(const Config& cfg, const Run& run, const std::vec
                                const report::RxSummary& s, const ledger::Ledger& drops, double loss_pct) {
   report::PrometheusText page;
   run_info(page, cfg, run, true);
-  per_worker(page, results.size(), [&](size_t i) -> const stats::RxCounters& { return results[i].counters; });
+  per_worker(page, results.size(), cfg.reflect_every != 0, [&](size_t i) -> const stats::RxCounters& { return results[i].counters; });
   page.family("rateline_rx_received_packets_total", Type::counter, kReceivedHelp);
   page.sample({}, s.unique);
   page.family("rateline_rx_lost_packets", Type::gauge, kLostHelp);

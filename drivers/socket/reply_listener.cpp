@@ -21,6 +21,7 @@ namespace {
 constexpr unsigned kBatch = 64;
 constexpr int kPollMs = 50;  // bounds how long stop() waits
 constexpr int kReplyBufferBytes = 4 << 20;
+constexpr uint64_t kPublishEveryNs = 100'000'000;  // as the workers' snapshots
 
 }  // namespace
 
@@ -66,13 +67,31 @@ void ReplyListener::stop() {
   stop_.store(true, std::memory_order_relaxed);
   thread_.join();
   for (int fd : fds_) counts_.socket_drops += socket_drops(fd);
+  publish();
+}
+
+void ReplyListener::publish() {
+  std::lock_guard lock(published_mutex_);
+  published_.counts = counts_;
+  published_.rtt = rtt_;
+  published_.jitter_ns = jitter_.jitter_ns();
+}
+
+RttSnapshot ReplyListener::snapshot() const {
+  std::lock_guard lock(published_mutex_);
+  return published_;
 }
 
 void ReplyListener::run() {
   std::vector<pollfd> watched;
   for (int fd : fds_) watched.push_back({fd, POLLIN, 0});
   std::vector<uint8_t> buffers(size_t{kBatch} * (max_payload_ + 1));  // once: drain() allocates nothing
+  uint64_t next_publish_ns = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
+    if (const uint64_t now = now_ns(); now >= next_publish_ns) {
+      publish();
+      next_publish_ns = now + kPublishEveryNs;
+    }
     if (::poll(watched.data(), watched.size(), kPollMs) <= 0) continue;
     for (const pollfd& p : watched)
       if (p.revents & POLLIN) drain(p.fd, buffers.data());

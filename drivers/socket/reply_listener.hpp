@@ -29,6 +29,15 @@ struct RttCounts {
   uint64_t socket_drops = 0;  // replies the kernel dropped because the listener's buffer was full
 };
 
+// What the listener has counted so far (published by its thread every
+// 100 ms and at the end, read by the reporter: never a counter shared with
+// the thread that writes it).
+struct RttSnapshot {
+  RttCounts counts;
+  stats::LatencyHistogram rtt;
+  double jitter_ns = 0;
+};
+
 class ReplyListener {
  public:
   // `reply_port`: the receiver's port (--port); a reply comes from it.
@@ -49,6 +58,8 @@ class ReplyListener {
   const RttCounts& counts() const { return counts_; }
   const stats::LatencyHistogram& rtt() const { return rtt_; }
   double jitter_ns() const { return jitter_.jitter_ns(); }
+  // Any thread, any time: the last published state.
+  RttSnapshot snapshot() const;
   // Whether every socket carries the kernel's receive stamp (SO_TIMESTAMPNS);
   // otherwise a socket's replies are stamped by one clock read per batch.
   bool kernel_stamps() const { return kernel_stamps_; }
@@ -67,9 +78,12 @@ class ReplyListener {
   bool kernel_stamps_ = true;
   std::thread thread_;
   std::atomic<bool> stop_{false};
+  void publish();
   RttCounts counts_;
   stats::LatencyHistogram rtt_;
   stats::JitterEstimator jitter_;
+  mutable std::mutex published_mutex_;
+  RttSnapshot published_;
 };
 
 }  // namespace rateline::drivers

@@ -61,6 +61,18 @@ print("forged", flush=True)
 """ % SPORT
 
 
+def prom_values(path):
+    """Each metric's value in a textfile, summed over its label sets."""
+    values = {}
+    for line in open(path):
+        if line.startswith("#") or not line.strip():
+            continue
+        name, value = line.rsplit(" ", 1)
+        name = name.split("{")[0]
+        values[name] = values.get(name, 0) + float(value)
+    return values
+
+
 def ping_range(lab, out):
     m = re.search(r"rtt min/avg/max/mdev = ([\d.]+)/([\d.]+)/([\d.]+)", out)
     got = re.search(r"(\d+) received", out)
@@ -141,9 +153,16 @@ with tempfile.TemporaryDirectory() as tmp, Lab("t", subnet=77) as lab:
     c.true("socket: the table shows the round trip", "rtt: min" in out and "from another sender id" in out, out[-600:])
     c.true("socket: rx's table says what it reflected", "reflected: " in rx_out, rx_out[-400:])
 
-    t, r, captured, ping, out, _ = run(lab, tmp, "every10", rx_extra=("--reflect-every", "10"), count=20_000)
+    tx_prom, rx_prom = os.path.join(tmp, "tx.prom"), os.path.join(tmp, "rx.prom")
+    t, r, captured, ping, out, _ = run(lab, tmp, "every10", rx_extra=("--reflect-every", "10", "--metrics-textfile", rx_prom),
+                                       tx_extra=("--metrics-textfile", tx_prom), count=20_000)
     c.eq("every10: rx reflected exactly every 10th", r["reflected"] + r["reflect_failed"], 20_000 // 10)
     c.eq("every10: replies = reflected = captured", (t["rtt"]["replies"], captured), (r["reflected"], r["reflected"]))
+    tx_m, rx_m = prom_values(tx_prom), prom_values(rx_prom)
+    c.eq("every10: metrics = JSON (replies, histogram count, reflected)",
+         (tx_m.get("rateline_pktgen_rtt_replies_total"), tx_m.get("rateline_pktgen_rtt_seconds_count"),
+          rx_m.get("rateline_rx_reflected_packets_total")),
+         (t["rtt"]["replies"], t["rtt"]["replies"], r["reflected"]))
 
     if SANITIZED:
         c.done()  # the shapes below add no code path the sanitizers have not run above
