@@ -13,6 +13,7 @@
 // (EndEvidence below). A stranger's datagrams land in a stream of their own.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <ctime>
@@ -98,6 +99,11 @@ struct RxPlan {
 struct RxResult {
   stats::RxCounters counters;
   std::vector<RxStreamState> streams;  // in order of first arrival; each knows its key
+  // Data packets (duplicates included) by UDP payload length: index = length.
+  // Sized once for the longest payload the plan accepts, so a size mix is
+  // counted per size with one increment per packet, no search. Empty where
+  // the counting runs in the kernel (xdp).
+  std::vector<uint64_t> packets_by_size;
 
   // The first stream with this header stream id (tests, single-sender tools).
   const RxStreamState* find(uint16_t stream) const {
@@ -219,6 +225,7 @@ inline void account(RxResult& st, StreamLookup& streams, const net::SenderAddres
       if (s.ended && d.seq >= s.end.total_sent) [[unlikely]] withdraw_end(s, c, streams.events);
       s.payload_bytes += len;
       s.payload_len = len;
+      ++st.packets_by_size[len];  // len <= max_payload_bytes, for which run_rx sized it
       s.last_ns = rx_ns;
       if (rx_ns >= d.tx_ns) [[likely]] s.latency.record(rx_ns - d.tx_ns);
       else {
@@ -322,6 +329,9 @@ template <RxQueue Q, class DropsFn>
 RxResult run_rx(Q& q, const RxPlan& plan, stats::RxSnapshotRing& snapshots, const std::atomic<bool>& stop,
                 DropsFn backend_drops) {
   RxResult st;
+  // Every payload a backend hands over is at most 65535 bytes (UDP's length
+  // field) and at most plan.max_payload_bytes (longer: malformed, before account()).
+  st.packets_by_size.assign(std::min<uint64_t>(plan.max_payload_bytes, 65535) + 1, 0);
   StreamTable<RxStreamState> table(st.streams, plan.max_streams);
   detail::StreamLookup streams{table, plan.events};
   stats::RxCounters& c = st.counters;

@@ -39,6 +39,7 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
   std::map<engine::StreamKey, StreamRow, decltype(&key_less)> rows(&key_less);
   std::map<engine::StreamKey, uint64_t, decltype(&key_less)> jitter_weight(&key_less);
   const wire::EndMarkerBody* any_end = nullptr;
+  std::vector<uint64_t> by_size;
   for (const auto& w : workers) {
     const stats::RxCounters& c = w.counters;
     s.totals.frames = sat_add(s.totals.frames, c.frames);
@@ -54,6 +55,8 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
     s.totals.bad_udp_checksum = sat_add(s.totals.bad_udp_checksum, c.bad_udp_checksum);
     s.totals.udp_checksum_unfilled = sat_add(s.totals.udp_checksum_unfilled, c.udp_checksum_unfilled);
     s.totals.events_lost = sat_add(s.totals.events_lost, c.events_lost);
+    if (by_size.size() < w.packets_by_size.size()) by_size.resize(w.packets_by_size.size(), 0);
+    for (size_t len = 0; len < w.packets_by_size.size(); ++len) by_size[len] = sat_add(by_size[len], w.packets_by_size[len]);
     s.totals.reflected = sat_add(s.totals.reflected, c.reflected);
     s.totals.reflect_failed = sat_add(s.totals.reflect_failed, c.reflect_failed);
     s.totals.stream_count = std::max(s.totals.stream_count, c.stream_count);
@@ -181,6 +184,8 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
     s.settings = "?-?-" + (expect ? std::to_string(expect) : std::string("?")) + "-" +
                  (s.payload_len ? std::to_string(s.payload_len) : std::string("?"));
   }
+  for (size_t len = 0; len < by_size.size(); ++len)
+    if (by_size[len]) s.sizes.push_back({static_cast<uint32_t>(len), by_size[len]});
   return s;
 }
 
@@ -193,6 +198,19 @@ Rates received_rates(const RxSummary& s, bool ipv6) {
   const double mean_payload = static_cast<double>(s.totals.payload_bytes) / static_cast<double>(s.totals.data);
   const auto bytes = static_cast<uint64_t>(std::llround(mean_payload * static_cast<double>(s.unique)));
   return rates_for_bytes(s.unique, bytes, net::FrameSizes::for_payload(wire::kMinPayloadBytes, ipv6), s.seconds);
+}
+
+// Sizes listed in the table and the JSON: a stranger sending every length
+// must not make either unbounded.
+constexpr size_t kMaxSizeLines = 16;
+constexpr size_t kMaxSizeRows = 1024;
+
+nlohmann::json sizes_json(const std::vector<SizeRow>& sizes) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t i = 0; i < sizes.size() && i < kMaxSizeRows; ++i)
+    rows.push_back({{"payload", sizes[i].payload}, {"packets", sizes[i].packets},
+                    {"payload_bytes", sizes[i].packets * sizes[i].payload}});
+  return rows;
 }
 }  // namespace
 
@@ -235,6 +253,22 @@ std::string format_table(const RxSummary& s, bool ipv6) {
                   " end markers (wrong, disputed or unconfirmed); IP fragments %" PRIu64 "\n",
                   s.implausible, s.implausible_markers, s.totals.fragments);
     out += line;
+  }
+  // A size mix (more than one payload length): packets and bytes per size.
+  if (s.sizes.size() > 1) {
+    size_t shown = 0;
+    for (const SizeRow& z : s.sizes) {
+      if (shown++ == kMaxSizeLines) {
+        std::snprintf(line, sizeof line, "size: %zu more payload lengths (JSON: sizes)\n", s.sizes.size() - kMaxSizeLines);
+        out += line;
+        break;
+      }
+      std::snprintf(line, sizeof line, "size %5u B payload: %12" PRIu64 " packets (%6.2f%%), %14" PRIu64 " payload bytes\n",
+                    z.payload, z.packets,
+                    s.received ? 100.0 * static_cast<double>(z.packets) / static_cast<double>(s.received) : 0.0,
+                    z.packets * z.payload);
+      out += line;
+    }
   }
   if (s.reflect_every) {
     std::snprintf(line, sizeof line, "reflected: %" PRIu64 " data packets sent back to their senders (every %u%s), %" PRIu64
@@ -334,6 +368,7 @@ nlohmann::json to_json(const RxSummary& s, bool ipv6) {
           {"pps", r.pps}, {"payload_mbps", r.payload_mbps}, {"l2_mbps", r.l2_mbps}, {"l1_mbps", r.l1_mbps},
           {"latency_ns", latency(s.latency)}, {"streams_clock_unrelated", s.streams_clock_unrelated},
           {"jitter_ns", s.jitter_ns}, {"receive_stamps", s.receive_stamps}, {"streams", streams},
+          {"sizes", sizes_json(s.sizes)}, {"sizes_omitted", s.sizes.size() > kMaxSizeRows ? s.sizes.size() - kMaxSizeRows : 0},
           {"reflect_every", s.reflect_every}, {"reflected", s.totals.reflected},
           {"reflect_failed", s.totals.reflect_failed}};
 }

@@ -61,6 +61,12 @@ struct SenderRow {
   bool all_ended = false;  // every stream it announced has a believed end marker
 };
 
+// Data packets of one UDP payload length, summed over workers.
+struct SizeRow {
+  uint32_t payload = 0;
+  uint64_t packets = 0;  // duplicates included, as `arrivals`
+};
+
 struct RxSummary {
   std::vector<StreamRow> streams;
   std::vector<SenderRow> senders;
@@ -80,6 +86,7 @@ struct RxSummary {
   std::vector<std::string> senders_clock_unrelated;  // their senders, "address #id"
   double jitter_ns = 0;              // of the stream with the most packets
   uint32_t reflect_every = 0;        // rx --reflect: every Nth data packet went back (0: not reflecting)
+  std::vector<SizeRow> sizes;        // by payload length, ascending; the lengths no packet had are left out
 };
 
 // Totals are saturating sums of the rows: a forged total can pin a number
