@@ -11,6 +11,7 @@
 #include "afxdp/afxdp_queues.hpp"
 #include "afxdp/xdp_program.hpp"
 #include "queue_backend.hpp"
+#include "socket/port_guard.hpp"
 #endif
 
 namespace rateline::drivers {
@@ -32,6 +33,7 @@ class AfXdpRx : public QueueRxBackend<AfXdpRxQueue, XskConfig> {
   explicit AfXdpRx(const RxOptions& o)
       : QueueRxBackend([this](unsigned i) { return config(i); }),
         steer_(o.iface.index, o.iface.name, o.port),
+        guard_(o.port, o.ipv6),
         iface_(o.iface),
         batch_(o.batch) {}
   std::vector<std::string> buffer_lines(const RxWorkerInfo&) const override {
@@ -47,6 +49,9 @@ class AfXdpRx : public QueueRxBackend<AfXdpRxQueue, XskConfig> {
     return c;
   }
   XdpSteerProgram steer_;
+  // What the steering program passes on (fragments, frames on a queue with
+  // no socket) reaches the stack: hold the port (socket/port_guard.hpp).
+  PortGuard guard_;
   net::Interface iface_;
   uint32_t batch_;
 };

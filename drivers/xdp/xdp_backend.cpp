@@ -5,6 +5,7 @@
 #include "rateline_config.h"
 
 #include "backend.hpp"
+#include "socket/port_guard.hpp"
 #include "util/privileges.hpp"
 #if RATELINE_HAVE_XDP
 #include "queue_backend.hpp"
@@ -47,7 +48,11 @@ class XdpRx : public RxBackend {
   explicit XdpRx(const RxOptions& o)
       : program_(XdpRxConfig{o.iface, o.port, o.max_streams, o.layers}),
         sockets_([cfg = udp_rx_config(o)](unsigned) { return cfg; }),
-        o_(o) {}
+        o_(o) {
+    // Without --layers no socket of ours holds the port, and what the program
+    // passes on (fragments) reaches the stack: hold it (socket/port_guard.hpp).
+    if (!o.layers) guard_ = PortGuard(o.port, o.ipv6);
+  }
 
   unsigned workers(unsigned threads) const override { return o_.layers ? threads : 1; }
   bool workers_see_frames() const override { return !o_.layers; }
@@ -109,6 +114,7 @@ class XdpRx : public RxBackend {
   XdpRxProgram program_;
   Sockets sockets_;
   RxOptions o_;
+  PortGuard guard_;
   engine::RxResult driver_layer_;
   uint64_t app_data_ = ~0ull, quiet_since_ = 0;
 };
