@@ -2,8 +2,9 @@
 //
 // TX: UMEM frames are used as a ring in order (AF_XDP completes a queue's
 // descriptors in order), one TxSlot per frame so a frame keeps its headers
-// between uses. commit = TX descriptors + submit, kick (sendto) only when
-// the kernel asks (needs_wakeup); reclaim = the completion ring.
+// between uses. commit = TX descriptors + submit, reap the completion ring
+// (the kernel sends nothing while it is full), kick (sendto) only when the
+// kernel asks (needs_wakeup); reclaim = reap, or kick when nothing completed.
 // RX: the steering XDP program (xdp_program.hpp) redirects our UDP port to
 // the socket of the RX queue; every UMEM frame starts in the fill ring and
 // goes back to it on release(). Drops: XDP_STATISTICS.
@@ -73,6 +74,7 @@ class AfXdpTxQueue {
 
  private:
   void kick();
+  uint32_t reap_completions();  // completions taken from the ring: their frames are free again
 
   Umem umem_;
   xsk_ring_prod tx_{};
