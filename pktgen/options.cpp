@@ -229,7 +229,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
                "such a batch as one packet unless tx-udp-segmentation is off on it)");
   app.add_flag("--rtt", cfg.rtt,
                "round-trip latency under this load: read the packets rx --reflect sends back and report their round "
-               "trip (this host's clock at both ends); socket, uring, afpacket");
+               "trip (this host's clock at both ends); socket, uring, afpacket, afxdp");
   app.add_option("--pcap-out", cfg.pcap_out,
                  "write the frames instead of sending them: to this classic pcap file (Ethernet, ns stamps = send "
                  "stamps), end markers included, paced as asked; needs --count or --duration");
@@ -324,7 +324,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
       if (!cfg.pcap_out.empty()) throw cli::UsageError("--rtt needs packets on a wire: drop --pcap-out");
       if (cfg.backend != "auto" && !drivers::describe_backend(cfg.backend).tx_rtt)
         throw cli::UsageError("--rtt: --backend " + cfg.backend + " cannot read the replies here (a DPDK "
-                              "port's never reach the kernel); send with socket, uring or afpacket");
+                              "port's never reach the kernel); send with socket, uring, afpacket or afxdp");
     }
     if (!cfg.dst_mac.empty()) convert("--dst-mac", [&] { return net::parse_mac(cfg.dst_mac); });
     if (cfg.src_ip.find('-') != std::string::npos) {

@@ -92,6 +92,7 @@ extern const BackendDescriptor afxdp_backend = {
     .cleanup = nullptr,
 #endif
     .replays = true,
+    .tx_rtt = true,
 };
 
 }  // namespace rateline::drivers

@@ -6,7 +6,7 @@
 // One thread beside the sending workers, never in their loop. Where the
 // sender holds sockets (socket, uring) it reads a duplicate of each one, so
 // replies that arrive after the last send still count; where it sends whole
-// frames through a kernel interface (afpacket) it binds a socket of its own
+// frames through a kernel interface (afpacket, afxdp) it binds a socket of its own
 // to each source port, where the replies are addressed.
 #pragma once
 

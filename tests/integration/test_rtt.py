@@ -18,8 +18,8 @@ same time. Their workers are pinned to the two cores apart (unpinned on a
 4. --reflect-every 10: rx sends back exactly every 10th data packet;
 5. pktgen in a time namespace 3600 s ahead (another host's clock): rx shows
    no one-way latency, and the round trip is still measured, in range;
-6. on uring and afpacket (replies read by a socket bound to the frames'
-   source port) too, and the usage errors exit 2 (--reflect on a backend that
+6. on uring, afpacket and afxdp (replies read by a socket bound to the
+   frames' source port) too, afxdp's one-way latency as small, and the usage errors exit 2 (--reflect on a backend that
    cannot send back, --reflect-every without --reflect, --rtt on DPDK).
 """
 import os
@@ -79,18 +79,19 @@ def ping_range(lab, out):
     return (float(m.group(1)) * 1000, float(m.group(3)) * 1000, int(got.group(1))) if m and got else None
 
 
-def run(lab, tmp, tag, rx_extra=(), tx_extra=(), backend="socket", forge=False, shift_s=0, count=N, pings=100):
+def run(lab, tmp, tag, rx_extra=(), tx_extra=(), backend="socket", forge=False, shift_s=0, count=N, pings=100,
+        tcpdump=True):
     """One pktgen --rtt -> rx --reflect run with `pings` pings beside it. The
-    observer: tcpdump on side a (forge=False), or side a's rx_packets counter
-    (forge=True: a capture's own CPU would be part of the round trip measured
-    against ping's). Returns pktgen's and rx's results, what the observer
+    observer: tcpdump on side a, or side a's rx_packets counter (with forge
+    or tcpdump=False: where the round trip is held to ping's, a capture's own
+    CPU would be part of it). Returns pktgen's and rx's results, what the observer
     counted, ping's (min, max, received), pktgen's and rx's output."""
     rx_json, tx_json = os.path.join(tmp, f"rx-{tag}.json"), os.path.join(tmp, f"tx-{tag}.json")
     pcap = os.path.join(tmp, f"a-{tag}.pcap")
     rx = start_rx(lab, ["--backend", backend if backend in ("socket", "uring") else "socket", "--reflect", "--cores", "1", "--json", rx_json, "--quiet", *rx_extra])
     before = lab.counter("a", "rx_packets")
     cap = None
-    if not forge:
+    if tcpdump and not forge:
         # --immediate-mode: no packet waits in a ring block that is only handed over after a timeout.
         cap = subprocess.Popen(["ip", "netns", "exec", lab.ns_a, "tcpdump", "-n", "--immediate-mode", "-s", "96", "-B",
                                 "65536", "-i", lab.if_a, "-w", pcap, "udp", "and", "src", "port", "9000"],
@@ -180,6 +181,19 @@ with tempfile.TemporaryDirectory() as tmp, Lab("t", subnet=77) as lab:
                                        backend="afpacket", count=20_000)
     c.eq("afpacket: replies = reflected = captured, all of them",
          (t["rtt"]["replies"], r["reflected"], captured), (20_000, 20_000, 20_000))
+
+    # afxdp: before its TX queue reaped completions on every commit, frames waited in the TX ring for the
+    # next reclaim (a UMEM's worth: ~40 ms at 100 kpps); every round trip and one-way latency carried it.
+    t, r, counted, ping, out, _ = run(lab, tmp, "afxdp", tx_extra=("--dst-mac", lab.mac(lab.ns_b, lab.if_b),
+                                                                   "--device", lab.if_a), backend="afxdp", count=20_000,
+                                      tcpdump=False)
+    c.eq("afxdp: replies = reflected, all of them", (t["rtt"]["replies"], r["reflected"]), (20_000, 20_000))
+    c.eq("afxdp: side a's rx_packets = reflected + ping replies", counted, r["reflected"] + (ping[2] if ping else 0))
+    if t["rtt"]["rtt_ns"] and ping:
+        p50 = t["rtt"]["rtt_ns"]["p50"] / 1000
+        in_range(f"afxdp: rtt p50 {p50:.1f} us within ping's {ping[0]:.1f}..{ping[1]:.1f} us (x4 either way)",
+                 ping[0] / 4 <= p50 <= ping[1] * 4)
+    c.eq("afxdp: rx's one-way latency says the same (p99 under 10 ms)", (r["latency_ns"] or {}).get("p99", 10**9) < 10**7, True)
 
     for args, want, tag in ((["--backend", "afpacket", "--device", lab.if_b, "--reflect"], "cannot send packets back", "rx afpacket --reflect"),
                             (["--reflect-every", "5"], "--reflect-every needs --reflect", "rx --reflect-every alone")):
