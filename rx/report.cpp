@@ -56,6 +56,8 @@ int report_result(const Config& cfg, Run& run, const std::string& ended_by, repo
   drop_path.received = summary.unique;
   drop_path.corrupt = summary.totals.corrupt;
   drop_path.socket_drops = summary.totals.backend_drops;
+  drop_path.bad_udp_checksum = summary.totals.bad_udp_checksum;
+  drop_path.fragments = summary.totals.fragments;
   drop_path.raw_receiver = run.backend->workers_see_frames();
   drop_path.receiver_backend = run.choice.backend->name;
   drop_path.receiver_drops_in_xdp = run.choice.backend->rx_drops_in_xdp;

@@ -17,7 +17,7 @@ struct LayerDef {
 };
 constexpr LayerDef kLayers[] = {
     {"sender", 0}, {"sender-ip", 8}, {"qdisc", 3}, {"sender-if", 6}, {"nic", 4},
-    {"kernel", 5}, {"udp", 7},       {"socket", 2}, {"checks", 1},
+    {"kernel", 5}, {"udp", 7},       {"socket", 2}, {"checks", 1}, {"fragments", 9},
 };
 
 struct Pending {
@@ -167,7 +167,17 @@ Ledger reconcile(const Path& p) {
                  (p.receiver && p.receiver->udp_rcvbuf_errors
                       ? "; Udp RcvbufErrors " + plus(p.receiver->udp_rcvbuf_errors)
                       : std::string()));
-  add(8, p.corrupt, "rx corrupt " + plus(p.corrupt) + " (payload checksum mismatch: arrived, not counted as received)");
+  std::string checks = "rx corrupt " + plus(p.corrupt) + " (payload checksum mismatch: arrived, not counted as received)";
+  if (p.bad_udp_checksum)
+    checks += "; rx bad UDP checksum " + plus(p.bad_udp_checksum) + " (" + p.receiver_backend +
+              ": dropped before decoding, as the kernel drops them before a socket)";
+  add(8, p.corrupt + p.bad_udp_checksum, checks);
+  // A datagram cut into fragments on the way is at least two of them, and a
+  // raw receiver does not put them together: at most half are our packets.
+  add(9, p.fragments / 2,
+      "rx fragments " + plus(p.fragments) + " (" + p.receiver_backend +
+          " does not reassemble IP fragments; each fragmented datagram is at least 2, so at most " +
+          std::to_string(p.fragments / 2) + " of them)");
 
   // Claim in rank order, each at most what is still unexplained.
   std::vector<Pending*> by_rank;

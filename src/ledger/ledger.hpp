@@ -9,7 +9,10 @@
 //   kernel      receive backlog: rx_dropped, /proc/net/softnet_stat dropped
 //   udp         Udp InErrors + NoPorts beyond our own sockets' drops
 //   socket      our sockets' sk_drops (receive buffer full), or AF_PACKET tp_drops
-//   checks      rx's own verdict: payload checksum mismatch (corrupt)
+//   checks      rx's own verdict: payload checksum mismatch (corrupt), and on
+//               raw receivers a wrong UDP checksum
+//   fragments   raw receivers: IP fragments they saw and do not reassemble
+//               (half their number at most: a datagram is 2 or more); claimed last
 //   unattributed  what no counter explains: printed, never hidden
 //
 // Counters overlap (a backlog drop on a veth pair bumps the sender's
@@ -39,6 +42,8 @@ struct Path {
   uint64_t sender_failed = 0;   // pktgen "failed"
   uint64_t corrupt = 0;         // rx "corrupt"
   uint64_t socket_drops = 0;    // rx "socket_drops": sk_drops, or tp_drops for AF_PACKET
+  uint64_t bad_udp_checksum = 0;  // rx "bad_udp_checksum" (raw receivers)
+  uint64_t fragments = 0;       // rx "fragments" (raw receivers: seen, not reassembled)
   bool raw_receiver = false;    // rx tapped frames (AF_PACKET, AF_XDP): UDP counters are not on the measured path
   std::string receiver_backend; // for the socket line's wording
   bool receiver_drops_in_xdp = false;  // rx counts in XDP and drops there: xdp_drop is no loss

@@ -13,6 +13,9 @@ we measure. Per backend, while rx runs, side a sends 100 UDP datagrams of
 - rx counts the stream exactly, and afpacket (which sees every frame) counts
   the 300 fragments as fragments; the XDP programs of afxdp and xdp pass
   fragments on to the stack, so there rx counts none.
+Then 100 datagrams of our own, fragmented on the way, with end markers: a
+socket receives them whole; afpacket loses them all, and its drop ledger puts
+every one on its fragments line.
 """
 import os
 import socket
@@ -30,6 +33,20 @@ s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.IPPROTO_IP, 10, 0)  # IP_MTU_DISCOVER = IP_PMTUDISC_DONT: the kernel fragments
 for i in range(int(sys.argv[2])):
     s.sendto(b"x" * 3000, (sys.argv[1], 9000))
+"""
+OURS_FRAGMENTED = r"""
+import socket, struct, sys, time
+sys.path.insert(0, sys.argv[1])
+from inject_frames import payload
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, 10, 0)  # IP_PMTUDISC_DONT
+n = int(sys.argv[3])
+now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+for seq in range(n):
+    s.sendto(payload(1, 0, seq, 3000, sender=7, tx_ns=now), (sys.argv[2], 9000))
+body = struct.pack(">QQQIHH", n, 0, n, 1, 1, 3000)  # total_sent, delay_ns, count, burst, stream_count, data_size
+for _ in range(3):
+    s.sendto(payload(2, 0, n, 200, body, sender=7, tx_ns=now), (sys.argv[2], 9000))
 """
 c = Checks("raw_guard")
 
@@ -60,5 +77,29 @@ with tempfile.TemporaryDirectory() as tmp, Lab("g", subnet=79) as lab:
         c.eq(f"{backend}: received, lost", (r["received"], r["lost"]), (N, 0))
         c.eq(f"{backend}: side b's stack reassembled every datagram", reasm, DATAGRAMS)
         c.eq(f"{backend}: fragments rx counted", r["fragments"], 3 * DATAGRAMS if backend == "afpacket" else 0)
+
+    # Our own datagrams, fragmented on the way (3000 B payloads sent with fragmentation allowed), then
+    # three end markers claiming them: a socket receives them whole; afpacket sees only fragments, and
+    # its ledger puts every missing packet on the fragments line.
+    for backend in ("socket", "afpacket"):
+        rx_json = os.path.join(tmp, f"rx-frag-{backend}.json")
+        dev = ["--device", lab.if_b] if backend != "socket" else []
+        rx = start_rx(lab, ["--backend", backend, *dev, "--json", rx_json, "--quiet"], ready_timeout=30)
+        s = subprocess.run(["ip", "netns", "exec", lab.ns_a, sys.executable, "-c", OURS_FRAGMENTED,
+                            os.path.dirname(os.path.abspath(__file__)), lab.ip_b, str(DATAGRAMS)],
+                           capture_output=True, text=True, timeout=30)
+        c.eq(f"fragmented {backend}: sender exit code", s.returncode, 0)
+        rc, out, err = finish(rx, timeout=60)
+        c.eq(f"fragmented {backend}: rx exit code", rc, 0)
+        r = result_record(rx_json, "rx")
+        if backend == "socket":
+            c.eq("fragmented socket: received whole, lost", (r["received"], r["lost"]), (DATAGRAMS, 0))
+        else:
+            lines = {x["layer"]: x["attributed"] for x in r["ledger"]["lines"]}
+            c.eq("fragmented afpacket: lost, fragments", (r["received"], r["lost"], r["fragments"]),
+                 (0, DATAGRAMS, 3 * DATAGRAMS))
+            c.eq("fragmented afpacket: the ledger's fragments line holds them all, nothing unattributed",
+                 (lines.get("fragments"), r["ledger"]["unattributed"]), (DATAGRAMS, 0))
+            c.true("fragmented afpacket: the table says so", "fragments" in out, out[-600:])
 
 c.done()

@@ -218,6 +218,8 @@ TrialOutcome TrialRunner::run(const TrialSpec& spec) {
   path.sender_failed = o.failed;
   path.corrupt = rx.value("corrupt", uint64_t{0});
   path.socket_drops = rx.value("socket_drops", uint64_t{0});
+  path.bad_udp_checksum = rx.value("bad_udp_checksum", uint64_t{0});
+  path.fragments = rx.value("fragments", uint64_t{0});
   // Backends that take frames below the UDP layer: the stack's UDP counters are not on their path.
   const drivers::BackendDescriptor* rx_backend = drivers::find_backend(o.rx_backend);
   path.raw_receiver = rx_backend && rx_backend->frames;

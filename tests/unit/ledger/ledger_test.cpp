@@ -180,3 +180,25 @@ TEST(Ledger, XdpReceiverOwnDropsAreNotLosses) {
   p.missing = 100003;
   EXPECT_EQ(at(reconcile(p), "nic"), 100003u);
 }
+
+TEST(Ledger, RawReceiversFragmentsAndBadChecksumsAreAttributed) {
+  // afpacket saw 300 fragments (100 datagrams of 3 each) and 4 frames with a
+  // wrong UDP checksum; 104 packets are missing.
+  Path p;
+  p.missing = 104;
+  p.raw_receiver = true;
+  p.receiver_backend = "afpacket";
+  p.bad_udp_checksum = 4;
+  p.fragments = 300;
+  p.receiver = Counters{};
+  const Ledger l = reconcile(p);
+  EXPECT_EQ(at(l, "checks"), 4u);
+  EXPECT_EQ(at(l, "fragments"), 100u);  // claimed last, at most half the fragments: here what was left
+  EXPECT_EQ(l.unattributed, 0u);
+
+  p.missing = 10;  // fragments of someone else's datagrams: the line claims no more than is missing
+  const Ledger few = reconcile(p);
+  EXPECT_EQ(at(few, "checks"), 4u);
+  EXPECT_EQ(at(few, "fragments"), 6u);
+  EXPECT_EQ(few.unattributed, 0u);
+}
