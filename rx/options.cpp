@@ -78,7 +78,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
   std::string reflect_every;
   app.add_flag("--reflect", reflect,
                "send each data packet back to its sender unchanged (stamps untouched), for pktgen --rtt's round "
-               "trip; only packets that passed every check go back (socket, uring)");
+               "trip; only packets that passed every check go back (socket, uring, afpacket)");
   app.add_option("--reflect-every", reflect_every, "with --reflect: send back every Nth data packet only (default 1)");
   app.add_option("--csv", cfg.csv_path,
                  "write the progress and result records as CSV to this file (- for stdout): columns are the JSON "
@@ -167,7 +167,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
       cfg.reflect_every = reflect_every.empty() ? 1 : static_cast<uint32_t>(in_range<uint64_t>(
           "--reflect-every", convert("--reflect-every", [&] { return units::parse_count(reflect_every); }), 1, 1'000'000));
       if (cfg.backend != "auto" && !drivers::describe_backend(cfg.backend).rx_reflects)
-        throw cli::UsageError("--reflect: --backend " + cfg.backend + " cannot send packets back; receive with socket or uring");
+        throw cli::UsageError("--reflect: --backend " + cfg.backend + " cannot send packets back; receive with socket, uring or afpacket");
     }
     cfg.metrics = metrics.parse();
   } catch (const cli::UsageError& e) {

@@ -30,7 +30,7 @@ Run set_up(const Config& cfg) {
     throw SetupError("--pcap-out: the " + std::string(desc.name) + " receiver counts in the kernel, no frame reaches rx: "
                      "give --backend afxdp, afpacket, socket, uring or dpdk");
   if (cfg.reflect_every && !desc.rx_reflects)
-    throw SetupError("--reflect: the " + std::string(desc.name) + " receiver cannot send packets back: give --backend socket or uring");
+    throw SetupError("--reflect: the " + std::string(desc.name) + " receiver cannot send packets back: give --backend socket, uring or afpacket");
   run.placement = topo::place_workers(cfg.threads, cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores,
                                       topo::device_numa_node(run.device, cfg.dpdk_args));
   o.bind = run.bind;

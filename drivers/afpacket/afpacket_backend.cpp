@@ -72,6 +72,7 @@ extern const BackendDescriptor afpacket_backend = {
     .open_rx = [](const RxOptions& o) -> std::unique_ptr<RxBackend> { return std::make_unique<AfPacketRx>(o); },
     .cleanup = nullptr,
     .replays = true,
+    .rx_reflects = true,
     .tx_rtt = true,
 };
 

@@ -145,7 +145,7 @@ void AfPacketTxQueue::flush() {
   }
 }
 
-AfPacketRxQueue::AfPacketRxQueue(const RawRxConfig& cfg) : timeout_ms_(cfg.poll_timeout_ms) {
+AfPacketRxQueue::AfPacketRxQueue(const RawRxConfig& cfg) : timeout_ms_(cfg.poll_timeout_ms), reflect_(cfg.batch) {
   fd_ = open_packet_socket(htons(ETH_P_ALL));
   set_packet_opt(fd_.get(), PACKET_VERSION, TPACKET_V3, "TPACKET_V3");
 #ifdef PACKET_IGNORE_OUTGOING
@@ -229,6 +229,24 @@ std::span<const engine::RxFrame> AfPacketRxQueue::poll(uint32_t n) {
 void AfPacketRxQueue::release() {
   for (uint32_t b : finished_) store_status(&block(b)->hdr.bh1.block_status, TP_STATUS_KERNEL);
   finished_.clear();
+}
+
+engine::ReflectResult AfPacketRxQueue::reflect(std::span<const uint32_t> picks) {
+  size_t total = 0;
+  for (uint32_t i : picks) total += frames_[i].len;
+  if (reflect_bytes_.size() < total) reflect_bytes_.resize(total);
+  size_t at = 0, count = 0;
+  for (uint32_t i : picks) {
+    uint8_t* reply = reflect_bytes_.data() + at;
+    std::memcpy(reply, frames_[i].data, frames_[i].len);
+    const std::span<uint8_t> frame(reply, frames_[i].len);
+    const net::ParsedUdp p = net::parse_udp_frame(frame);
+    if (p.status != net::ParseStatus::ok) continue;  // cannot happen: only checked data packets are picked
+    net::reflect_udp_frame(frame, p);
+    reflect_.set(count++, reply, frames_[i].len, nullptr, 0);  // the socket is bound to the interface
+    at += frames_[i].len;
+  }
+  return reflect_.send(fd_.get(), count);
 }
 
 uint64_t AfPacketRxQueue::drops() {

@@ -23,6 +23,7 @@
 #include "engine/queue.hpp"
 #include "net/iface.hpp"
 #include "socket/port_guard.hpp"
+#include "socket/udp_socket.hpp"
 #include "util/owned.hpp"
 
 namespace rateline::drivers {
@@ -87,6 +88,10 @@ class AfPacketRxQueue {
   std::span<const engine::RxFrame> poll(uint32_t n);
   void release();
   uint64_t drops();  // cumulative tp_drops (PACKET_STATISTICS resets on read: we add up)
+  // rx --reflect: copies of the picked frames, turned into their replies
+  // (net::reflect_udp_frame), out of this interface through the same socket
+  // (PACKET_IGNORE_OUTGOING keeps them out of our own ring).
+  engine::ReflectResult reflect(std::span<const uint32_t> picks);
 
  private:
   tpacket_block_desc* block(uint32_t i) const {
@@ -106,6 +111,8 @@ class AfPacketRxQueue {
   std::vector<engine::RxFrame> frames_;
   int timeout_ms_ = 100;
   uint64_t drops_ = 0;
+  std::vector<uint8_t> reflect_bytes_;  // the replies being built; grows to the largest batch of them, once
+  ReflectBatch reflect_;
 };
 
 }  // namespace rateline::drivers

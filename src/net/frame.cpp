@@ -168,6 +168,21 @@ ChecksumCheck check_udp_checksums(std::span<const uint8_t> frame, const ParsedUd
   return field == pseudo ? ChecksumCheck::unfilled : ChecksumCheck::bad;
 }
 
+void reflect_udp_frame(std::span<uint8_t> frame, const ParsedUdp& p) {
+  uint8_t* f = frame.data();
+  std::swap_ranges(f, f + 6, f + 6);  // destination and source MAC
+  uint8_t* l3 = f + p.l3_offset;
+  if (p.ipv6) std::swap_ranges(l3 + 8, l3 + 24, l3 + 24);
+  else std::swap_ranges(l3 + 12, l3 + 16, l3 + 16);
+  uint8_t* udp = f + p.udp_offset;
+  std::swap_ranges(udp, udp + 2, udp + 2);
+  const uint32_t udp_len = p.payload_len + static_cast<uint32_t>(kUdpHeaderBytes);
+  udp[6] = udp[7] = 0;
+  uint16_t csum = ones_checksum(ones_sum(udp, udp_len, pseudo_header_sum(l3, p.ipv6, udp_len)));
+  if (csum == 0) csum = 0xffff;
+  std::memcpy(udp + 6, &csum, 2);
+}
+
 ParsedUdp parse_udp_frame(std::span<const uint8_t> frame) {
   ParsedUdp r;
   const uint8_t* p = frame.data();

@@ -135,4 +135,11 @@ struct ParsedUdp {
 // Parses an Ethernet frame (optionally one or two VLAN tags) down to the UDP payload.
 ParsedUdp parse_udp_frame(std::span<const uint8_t> frame);
 
+// rx --reflect on a raw receiver: turns a parsed UDP frame (status ok) into
+// its reply in place: MACs, IP addresses and ports swapped, payload and tags
+// untouched. The IPv4 header checksum survives the swap (a ones' complement
+// sum does not depend on order); the UDP checksum is computed afresh, since
+// the frame may have arrived with it left for offload (a veth peer's socket).
+void reflect_udp_frame(std::span<uint8_t> frame, const ParsedUdp& p);
+
 }  // namespace rateline::net

@@ -18,8 +18,9 @@ same time. Their workers are pinned to the two cores apart (unpinned on a
 4. --reflect-every 10: rx sends back exactly every 10th data packet;
 5. pktgen in a time namespace 3600 s ahead (another host's clock): rx shows
    no one-way latency, and the round trip is still measured, in range;
-6. on uring, afpacket and afxdp (replies read by a socket bound to the
-   frames' source port) too, afxdp's one-way latency as small, and the usage errors exit 2 (--reflect on a backend that
+6. on uring, afpacket and afxdp senders (replies read by a socket bound to
+   the frames' source port) too, afxdp's one-way latency as small, rx
+   afpacket as the reflector (frames with swapped ends), and the usage errors exit 2 (--reflect on a backend that
    cannot send back, --reflect-every without --reflect, --rtt on DPDK).
 """
 import os
@@ -80,7 +81,7 @@ def ping_range(lab, out):
 
 
 def run(lab, tmp, tag, rx_extra=(), tx_extra=(), backend="socket", forge=False, shift_s=0, count=N, pings=100,
-        tcpdump=True):
+        tcpdump=True, rx_backend=None):
     """One pktgen --rtt -> rx --reflect run with `pings` pings beside it. The
     observer: tcpdump on side a, or side a's rx_packets counter (with forge
     or tcpdump=False: where the round trip is held to ping's, a capture's own
@@ -88,7 +89,9 @@ def run(lab, tmp, tag, rx_extra=(), tx_extra=(), backend="socket", forge=False, 
     counted, ping's (min, max, received), pktgen's and rx's output."""
     rx_json, tx_json = os.path.join(tmp, f"rx-{tag}.json"), os.path.join(tmp, f"tx-{tag}.json")
     pcap = os.path.join(tmp, f"a-{tag}.pcap")
-    rx = start_rx(lab, ["--backend", backend if backend in ("socket", "uring") else "socket", "--reflect", "--cores", "1", "--json", rx_json, "--quiet", *rx_extra])
+    rx_backend = rx_backend or (backend if backend in ("socket", "uring") else "socket")
+    rx_dev = ["--device", lab.if_b] if rx_backend not in ("socket", "uring") else []
+    rx = start_rx(lab, ["--backend", rx_backend, *rx_dev, "--reflect", "--cores", "1", "--json", rx_json, "--quiet", *rx_extra])
     before = lab.counter("a", "rx_packets")
     cap = None
     if tcpdump and not forge:
@@ -195,7 +198,12 @@ with tempfile.TemporaryDirectory() as tmp, Lab("t", subnet=77) as lab:
                  ping[0] / 4 <= p50 <= ping[1] * 4)
     c.eq("afxdp: rx's one-way latency says the same (p99 under 10 ms)", (r["latency_ns"] or {}).get("p99", 10**9) < 10**7, True)
 
-    for args, want, tag in ((["--backend", "afpacket", "--device", lab.if_b, "--reflect"], "cannot send packets back", "rx afpacket --reflect"),
+    # afpacket reflects whole frames: swapped ends, a fresh UDP checksum (the socket sender's was left for offload).
+    t, r, captured, ping, out, _ = run(lab, tmp, "rx-afpacket", rx_backend="afpacket", count=20_000)
+    c.eq("rx afpacket: replies = reflected = captured, all of them",
+         (t["rtt"]["replies"], r["reflected"], captured), (20_000, 20_000, 20_000))
+
+    for args, want, tag in ((["--backend", "afxdp", "--device", lab.if_b, "--reflect"], "cannot send packets back", "rx afxdp --reflect"),
                             (["--reflect-every", "5"], "--reflect-every needs --reflect", "rx --reflect-every alone")):
         p = subprocess.run(["ip", "netns", "exec", lab.ns_b, RX, *args], capture_output=True, text=True, timeout=30)
         c.eq(f"{tag}: exit 2", p.returncode, 2)

@@ -659,3 +659,29 @@ TEST(FrameSizes, SmallPayloadsPadTo64) {
 }
 
 }  // namespace
+
+TEST(ReflectUdpFrame, SwapsBothEndsAndKeepsEveryChecksumRight) {
+  for (bool v6 : {false, true})
+    for (bool tagged : {false, true}) {
+      const UdpEndpoints ep = v6 ? v6_endpoints() : v4_endpoints();
+      auto f = make_frame(ep, 100, 9);
+      if (tagged) f = with_tag(f, 0x8100, 0x2005);
+      const ParsedUdp p = parse_udp_frame(f);
+      ASSERT_EQ(p.status, ParseStatus::ok);
+      auto g = f;
+      g[p.udp_offset + 6] ^= 0x5a;  // as if left for offload: the reply's checksum is computed afresh
+      reflect_udp_frame(g, p);
+      const ParsedUdp q = parse_udp_frame(g);
+      ASSERT_EQ(q.status, ParseStatus::ok);
+      EXPECT_TRUE(udp_checksums_ok(g, q)) << v6 << tagged;
+      EXPECT_TRUE(std::equal(g.begin(), g.begin() + 6, f.begin() + 6));  // destination MAC = the sender's
+      EXPECT_TRUE(std::equal(g.begin() + 6, g.begin() + 12, f.begin()));
+      const size_t a = v6 ? 8 : 12, n = v6 ? 16 : 4;
+      EXPECT_TRUE(std::equal(g.begin() + p.l3_offset + a, g.begin() + p.l3_offset + a + n,
+                             f.begin() + p.l3_offset + a + n));  // destination address = the sender's
+      EXPECT_EQ(q.src_port, p.dst_port);
+      EXPECT_EQ(q.dst_port, p.src_port);
+      EXPECT_EQ(q.vlan, p.vlan);
+      EXPECT_TRUE(std::equal(g.begin() + p.payload_offset, g.end(), f.begin() + p.payload_offset));  // payload untouched
+    }
+}
