@@ -46,7 +46,7 @@ class XdpTx : public TxBackend {
 class XdpRx : public RxBackend {
  public:
   explicit XdpRx(const RxOptions& o)
-      : program_(XdpRxConfig{o.iface, o.port, o.max_streams, o.layers}),
+      : program_(XdpRxConfig{o.iface, o.port, o.max_streams, o.layers, o.slot_bytes - 1}),
         sockets_([cfg = udp_rx_config(o)](unsigned) { return cfg; }),
         o_(o) {
     // Without --layers no socket of ours holds the port, and what the program

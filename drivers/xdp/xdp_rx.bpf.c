@@ -343,7 +343,8 @@ int rateline_count(struct xdp_md *ctx) {
 
   // ---- our header, as wire::decode ----
   if (plen < 4 || (void *)(pl + 4) > end || be32_at(pl) != RL_MAGIC) goto foreign;
-  if (plen < RL_HEADER_BYTES || plen > RL_MAX_PAYLOAD || (void *)(pl + RL_HEADER_BYTES) > end) goto malformed;
+  if (plen < RL_HEADER_BYTES || plen > RL_MAX_PAYLOAD || plen > cfg.max_payload || (void *)(pl + RL_HEADER_BYTES) > end)
+    goto malformed;
   const __u8 kind = pl[RL_OFF_KIND];
   if (pl[RL_OFF_VERSION] != RL_VERSION || (kind != RL_KIND_DATA && kind != RL_KIND_END)) goto malformed;
   if (be16_at(pl + RL_OFF_LEN) != plen) goto malformed;

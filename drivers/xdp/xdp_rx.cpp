@@ -24,7 +24,7 @@ namespace rateline::drivers {
 static_assert(RL_WINDOW_BITS == stats::SequenceTracker::kWindow);
 static_assert(RL_LAT_SUB_BITS == stats::LatencyHistogram::kSubBits && RL_LAT_BUCKETS == stats::LatencyHistogram::kBuckets);
 static_assert(RL_MAX_PAYLOAD <= 65535 && RL_MAX_PAYLOAD % 8 == 0);
-static_assert(sizeof(rl_rx_config) == 12);
+static_assert(sizeof(rl_rx_config) == 16);
 static_assert(sizeof(rl_end_body) == 32);
 static_assert(sizeof(rl_rx_totals) == 10 * 8);
 
@@ -36,6 +36,7 @@ XdpRxProgram::XdpRxProgram(const XdpRxConfig& cfg) : cfg_(cfg) {
   rc.port_be = htons(cfg.port);
   rc.max_streams = cfg.max_streams;
   rc.pass_counted = cfg.pass_counted ? 1 : 0;
+  rc.max_payload = cfg.max_payload;
   obj_ = std::make_unique<BpfObject>(kXdpRxObject, kXdpRxObject_size, "rateline_count");
   obj_->set_rodata(&rc, sizeof rc);
   obj_->set_max_entries("rx_streams", cfg.max_streams);

@@ -36,6 +36,7 @@ struct XdpRxConfig {
   uint16_t port = 9000;
   uint32_t max_streams = 256;
   bool pass_counted = false;  // rx --layers: XDP_PASS our frames after counting them
+  uint32_t max_payload = 65535;  // rx --max-size
 };
 
 class XdpRxProgram {

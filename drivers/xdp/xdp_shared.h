@@ -217,6 +217,7 @@ struct rl_rx_config {
   rl_u16 pad;
   rl_u32 max_streams;   /* entries of rx_streams / rx_latency */
   rl_u32 pass_counted;  /* rx --layers: pass our frames on after counting (else XDP_DROP) */
+  rl_u32 max_payload;   /* rx --max-size: a longer UDP payload of ours is malformed, as on every receiver */
 };
 
 /* Per CPU (rx_totals, PERCPU_ARRAY of one): summed by userspace. */

@@ -5,7 +5,7 @@ their length, version or kind, or fail the checksum, datagrams cut by
 --max-size, and byte-exact replays of pktgen's own frames
 (hostile_frames.py). rx keeps running, counts the stream exactly (received ==
 pktgen sent, lost 0) and puts everything else in the right counter: on the
-socket receivers and on the raw ones (afpacket, afxdp, dpdk on net_af_packet)."""
+socket receivers and on the raw ones (afpacket, afxdp, xdp, dpdk on net_af_packet)."""
 import json
 import os
 import signal
@@ -24,9 +24,7 @@ c = Checks("hostile")
 SANITIZED = os.environ.get("RATELINE_SANITIZED", "")  # set by tools/check.d/10-sanitize
 with tempfile.TemporaryDirectory() as tmp, Lab("h", subnet=11) as lab:
     # The raw receivers too (frames from below the stack, the same verdicts); pktgen sends with sockets for them.
-    # Not xdp: its in-kernel sequence tracker has no far-jump rule and no --max-size, so the 50 oversize
-    # datagrams (sequences far ahead) turn the real stream stale (docs/limits.md).
-    raw = ["afpacket", "afxdp"] + (["dpdk"] if hugepages_free() >= 128 and not SANITIZED else [])
+    raw = ["afpacket", "afxdp", "xdp"] + (["dpdk"] if hugepages_free() >= 128 and not SANITIZED else [])
     for backend in ["socket", "uring"] + raw:
         rx_json, tx_json = os.path.join(tmp, f"rx-{backend}.json"), os.path.join(tmp, f"tx-{backend}.json")
         rx = start_rx(lab, rx_args(lab, backend, rx_json, ["--max-size", "1000"]), ready_timeout=30)
