@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "address.hpp"
 #include "auth.hpp"
 #include "limits.hpp"
 #include "socket/udp_socket.hpp"
@@ -28,13 +29,6 @@ struct ServeConfig {
   std::optional<auth::Key> key;
   uint32_t max_clients = 8;  // connections held at once: handshakes in progress plus the session
 };
-
-// The TCP address of --serve "[ADDR:]PORT" (ADDR numeric, IPv6 in brackets:
-// [::1]:7700; default 127.0.0.1). Throws SetupError saying what is wrong with it.
-drivers::SocketAddress listen_address(const std::string& spec);
-
-// 127.0.0.0/8, ::1, or ::ffff:127.x.y.z: reachable from this host only.
-bool is_loopback(const drivers::SocketAddress& a);
 
 // Runs until SIGINT/SIGTERM (TCP) or until stdin closes (stdio). Returns the exit code.
 int serve(const ServeConfig& cfg);
