@@ -147,6 +147,10 @@ void run(FuzzedDataProvider& in) {
   engine::RxPlan plan;
   plan.max_streams = in.ConsumeIntegralInRange<uint32_t>(1, 8);
   plan.batch = in.ConsumeIntegralInRange<uint32_t>(1, 64);
+  // rx --max-size (rx always sets one): longer payloads are malformed. Up to
+  // 2048 (the script's frames are at most 1600 B), which also keeps the
+  // per-size table run_rx sizes from it small: inputs per second matter here.
+  plan.max_payload_bytes = in.ConsumeIntegralInRange<uint32_t>(64, 2048);
   plan.udp_port = kPort;
   const auto frames = script(in, L == engine::Layer::ethernet, plan.max_streams);
 
@@ -174,6 +178,12 @@ void run(FuzzedDataProvider& in) {
   }
   REQUIRE(data == c.data);
   REQUIRE(bytes == c.payload_bytes);
+  uint64_t by_size = 0, size_bytes = 0;
+  for (size_t len = 0; len < r.packets_by_size.size(); ++len) {
+    by_size += r.packets_by_size[len];
+    size_bytes += r.packets_by_size[len] * len;
+  }
+  REQUIRE(by_size == c.data && size_bytes == c.payload_bytes);  // every data packet under its own length
   REQUIRE(seen == c.streams_seen && ended == c.streams_ended);
   stats::RxCounters again = c;
   engine::refresh_stream_sums(r, again);
