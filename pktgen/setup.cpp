@@ -184,8 +184,8 @@ Run set_up(const Config& cfg) {
   if (cfg.rtt && !desc.tx_rtt)
     throw cli::UsageError("--rtt: the " + std::string(desc.name) + " backend cannot read the replies; send with socket, "
                           "uring, afpacket or afxdp");
-  run.placement = topo::place_workers(cfg.threads, cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores,
-                                      topo::device_numa_node(device, cfg.dpdk_args));
+  const std::string cores = cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores;
+  run.placement = topo::place_workers(cfg.threads, cores, cores == "auto" ? topo::device_numa_node(device, cfg.dpdk_args) : -1);
 
   // Flows: one per source port x source address x destination address
   // (without ranges: one per worker), dealt round-robin to workers; stream

@@ -31,8 +31,8 @@ Run set_up(const Config& cfg) {
                      "give --backend afxdp, afpacket, socket, uring or dpdk");
   if (cfg.reflect_every && !desc.rx_reflects)
     throw SetupError("--reflect: the " + std::string(desc.name) + " receiver cannot send packets back: give --backend socket, uring or afpacket");
-  run.placement = topo::place_workers(cfg.threads, cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores,
-                                      topo::device_numa_node(run.device, cfg.dpdk_args));
+  const std::string cores = cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores;
+  run.placement = topo::place_workers(cfg.threads, cores, cores == "auto" ? topo::device_numa_node(run.device, cfg.dpdk_args) : -1);
   o.bind = run.bind;
   o.port = cfg.port;
   o.ipv6 = cfg.ipv6;

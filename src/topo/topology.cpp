@@ -19,9 +19,11 @@ namespace {
 
 struct TopologyHandle {
   hwloc_topology_t t = nullptr;
-  // This host's topology, or one read from hwloc XML.
-  explicit TopologyHandle(const std::string* xml = nullptr) {
+  // This host's topology, or one read from hwloc XML; with `io`, its PCI
+  // devices and network interfaces too (hwloc drops I/O objects by default).
+  explicit TopologyHandle(const std::string* xml = nullptr, bool io = false) {
     if (hwloc_topology_init(&t) != 0) throw SetupError("Couldn't read the CPU topology (hwloc)");
+    if (io) hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
     if (xml && hwloc_topology_set_xmlbuffer(t, xml->data(), static_cast<int>(xml->size()) + 1) != 0)
       throw SetupError("Couldn't parse the hwloc XML topology");
     if (hwloc_topology_load(t) != 0) throw SetupError("Couldn't read the CPU topology (hwloc)");
@@ -119,6 +121,48 @@ Placement place(unsigned workers, const std::vector<int>& order, int main_cpu, c
   return pl;
 }
 
+bool is_pci_address(const std::string& device) {
+  return device.size() == 12 && device[4] == ':' && device[7] == ':' && device[10] == '.';
+}
+
+// The node hwloc places a PCI function or network interface under: the one
+// node of its nearest non-I/O ancestor (a package, a group). -1 when that
+// ancestor spans several nodes (the machine: locality unknown) or hwloc does
+// not list the device. hwloc reads the PCI function's local_cpus, which some
+// firmware fills where it leaves numa_node at -1.
+int io_numa_node(hwloc_topology_t t, const std::string& device) {
+  hwloc_obj_t dev = nullptr;
+  if (is_pci_address(device)) {
+    dev = hwloc_get_pcidev_by_busidstring(t, device.c_str());
+  } else {
+    for (hwloc_obj_t os = hwloc_get_next_osdev(t, nullptr); os; os = hwloc_get_next_osdev(t, os))
+      if (os->name && device == os->name && os->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK) {
+        dev = os;
+        break;
+      }
+  }
+  if (!dev) return -1;
+  const hwloc_obj_t home = hwloc_get_non_io_ancestor_obj(t, dev);
+  if (!home || !home->nodeset || hwloc_bitmap_weight(home->nodeset) != 1) return -1;
+  return hwloc_bitmap_first(home->nodeset);
+}
+
+// The run's device, then each PCI address DPDK's EAL arguments allow (-a/--allow/-w ADDR[,options]).
+std::vector<std::string> device_candidates(const std::string& device, const std::vector<std::string>& eal_args) {
+  std::vector<std::string> names;
+  if (!device.empty()) names.push_back(device);
+  for (size_t i = 0; i < eal_args.size(); ++i) {
+    std::string a = eal_args[i];
+    for (const char* flag : {"--allow=", "-a", "-w"})
+      if (a.rfind(flag, 0) == 0 && a.size() > std::strlen(flag)) a = a.substr(std::strlen(flag));
+    if ((a == "-a" || a == "-w" || a == "--allow") && i + 1 < eal_args.size()) a = eal_args[++i];
+    a = a.substr(0, a.find(','));
+    if (a.size() == 7 && a[2] == ':' && a[5] == '.') a = "0000:" + a;  // EAL's short form, domain 0
+    if (is_pci_address(a)) names.push_back(a);
+  }
+  return names;
+}
+
 std::vector<int> parse_cpu_list(const std::string& spec) {
   std::vector<int> cpus;
   size_t pos = 0;
@@ -187,7 +231,7 @@ Placement place_workers_on(const std::string& hwloc_xml, const std::vector<int>&
 int device_numa_node(const std::string& device) {
   if (device.empty() || device.find('/') != std::string::npos || device.find("..") != std::string::npos) return -1;
   // A PCI address (domain:bus:device.function) names the device directly.
-  const bool pci = device.size() == 12 && device[4] == ':' && device[7] == ':' && device[10] == '.';
+  const bool pci = is_pci_address(device);
   // A virtio NIC's device is the virtio one; its PCI function is the parent.
   for (const std::string& path : {pci ? "/sys/bus/pci/devices/" + device + "/numa_node" : "/sys/class/net/" + device + "/device/numa_node",
                                  "/sys/class/net/" + device + "/device/../numa_node"}) {
@@ -199,16 +243,24 @@ int device_numa_node(const std::string& device) {
 }
 
 int device_numa_node(const std::string& device, const std::vector<std::string>& eal_args) {
-  if (const int node = device_numa_node(device); node >= 0) return node;
-  for (size_t i = 0; i < eal_args.size(); ++i) {
-    std::string a = eal_args[i];
-    for (const char* flag : {"--allow=", "-a", "-w"})
-      if (a.rfind(flag, 0) == 0 && a.size() > std::strlen(flag)) a = a.substr(std::strlen(flag));
-    if ((a == "-a" || a == "-w" || a == "--allow") && i + 1 < eal_args.size()) a = eal_args[++i];
-    a = a.substr(0, a.find(','));
-    if (const int node = device_numa_node(a); node >= 0) return node;
+  const std::vector<std::string> names = device_candidates(device, eal_args);
+  for (const std::string& name : names)
+    if (const int node = device_numa_node(name); node >= 0) return node;
+  if (names.empty()) return -1;
+  // sysfs said nothing: hwloc's PCI objects, which also weigh the device's local CPUs.
+  try {
+    TopologyHandle topo(nullptr, true);
+    for (const std::string& name : names)
+      if (const int node = io_numa_node(topo.t, name); node >= 0) return node;
+  } catch (const SetupError&) {
+    // No topology: the node stays unknown, as it would without hwloc.
   }
   return -1;
+}
+
+int device_numa_node_on(const std::string& hwloc_xml, const std::string& device) {
+  TopologyHandle topo(&hwloc_xml, true);
+  return io_numa_node(topo.t, device);
 }
 
 std::string pin_current_thread(int cpu) {

@@ -35,8 +35,14 @@ Placement place_workers_on(const std::string& hwloc_xml, const std::vector<int>&
 // one-node hosts report -1 or 0).
 int device_numa_node(const std::string& device);
 // The same for a run's device: the interface, else the first PCI address
-// DPDK's EAL arguments allow (-a/--allow/-w ADDR[,options]).
+// DPDK's EAL arguments allow (-a/--allow/-w ADDR[,options]); where sysfs says
+// nothing, the node hwloc's PCI objects put the device on. Loads hwloc's I/O
+// topology then (milliseconds): ask it for --cores auto only.
 int device_numa_node(const std::string& device, const std::vector<std::string>& eal_args);
+// hwloc's answer alone, on a topology read from hwloc XML (unit tests of
+// hosts we lack): an interface name or a PCI address; -1 when hwloc has the
+// device under no single node, or not at all.
+int device_numa_node_on(const std::string& hwloc_xml, const std::string& device);
 
 // Pins the calling thread to `cpu` (no-op for -1). Returns an error text or "".
 std::string pin_current_thread(int cpu);

@@ -1,7 +1,9 @@
 // --cores auto and the NIC's NUMA node (src/topo/topology.hpp), on a host
 // this VM is not: two_socket.xml is hwloc's XML of a 2-socket machine (hwloc
 // synthetic "pack:2 [numa] core:4 pu:2": cpus 0-7 on node 0, 8-15 on node 1,
-// the two hardware threads of a core adjacent).
+// the two hardware threads of a core adjacent), with three NICs as hwloc
+// lists PCI devices: ens9f0 (0000:41:00.0) under package 1, eno1
+// (0000:01:00.0) under package 0, enp128s0 (0000:80:00.0) under the machine.
 #include "topo/topology.hpp"
 
 #include <gtest/gtest.h>
@@ -16,6 +18,7 @@
 namespace {
 
 using rateline::topo::Placement;
+using rateline::topo::device_numa_node_on;
 using rateline::topo::place_workers_on;
 
 std::string two_socket_xml() {
@@ -83,6 +86,33 @@ TEST(Placement, AllowedOnlyOnTheNodeKeepsMainThere) {
   const Placement p = place_workers_on(two_socket_xml(), cpus(8, 15), 2, 1);
   EXPECT_EQ(p.main_cpu, 8);
   EXPECT_EQ(p.worker_cpus, (std::vector<int>{10, 12})) << p.text;
+}
+
+// hwloc's PCI objects: the node of the package (or group) a NIC hangs under.
+TEST(DeviceNode, HwlocPlacesTheNicUnderItsPackagesNode) {
+  const std::string xml = two_socket_xml();
+  EXPECT_EQ(device_numa_node_on(xml, "ens9f0"), 1);
+  EXPECT_EQ(device_numa_node_on(xml, "0000:41:00.0"), 1);
+  EXPECT_EQ(device_numa_node_on(xml, "eno1"), 0);
+  EXPECT_EQ(device_numa_node_on(xml, "0000:01:00.0"), 0);
+}
+
+TEST(DeviceNode, UnknownLocalityOrDeviceIsMinusOne) {
+  const std::string xml = two_socket_xml();
+  EXPECT_EQ(device_numa_node_on(xml, "enp128s0"), -1) << "under the machine: both nodes, no answer";
+  EXPECT_EQ(device_numa_node_on(xml, "0000:80:00.0"), -1);
+  EXPECT_EQ(device_numa_node_on(xml, "eth7"), -1);
+  EXPECT_EQ(device_numa_node_on(xml, "0000:99:00.0"), -1);
+}
+
+TEST(DeviceNode, AutoPlacementFollowsTheNicHwlocFound) {
+  const std::string xml = two_socket_xml();
+  const Placement p = place_workers_on(xml, cpus(0, 15), 2, device_numa_node_on(xml, "ens9f0"));
+  EXPECT_EQ(p.worker_cpus, (std::vector<int>{8, 10})) << p.text;
+  EXPECT_EQ(p.main_cpu, 0);
+  const Placement q = place_workers_on(xml, cpus(0, 15), 2, device_numa_node_on(xml, "eno1"));
+  EXPECT_EQ(q.worker_cpus, (std::vector<int>{0, 2})) << q.text;
+  EXPECT_EQ(q.main_cpu, 8);
 }
 
 }  // namespace
