@@ -22,6 +22,10 @@ static neighbours, no DAD); the agent listens on [::]:7730 in B with a key file 
    over IPv6 and finds an NDR, its frames counted with IPv6's 66 B of headers; without --key-file, or with another key, it is refused
    (exit 1, saying why) and the agent logs it; with --key-file against an agent that
    has none it refuses to go on.
+6. The agent's Prometheus page (--metrics on B's loopback, --metrics-textfile): its ERR replies
+   by code equal the refusals its log names; its trial sums equal rx's RESULTs (the protocol
+   client's 2000 packets plus every trial of the remote search, from ceiling's JSON); the
+   textfile written at stop holds the same numbers.
 5. Start-up checks (exit 2, one line): a key file group/others may read, a non-loopback
    --serve without a key (IPv4 and IPv6), a 64 B frame to an IPv6 --dst (84 B is the least). --serve PORT alone binds 127.0.0.1 and says it
    does not authenticate; --serve [::1]:PORT serves over IPv6 loopback.
@@ -47,6 +51,17 @@ A6, B6 = "fd52:2544::1", "fd52:2544::2"  # unique local addresses, inside our na
 PORT = 7730
 MAX_CLIENTS = 8
 HANDSHAKE_S = 5  # gate.hpp kHandshakeTimeoutNs
+METRICS_PORT = 9474  # the keyed agent's --metrics, on B's loopback
+
+
+def prom_samples(text):
+    """{(name, first label value or None): value} of a Prometheus text page."""
+    out = {}
+    for ln in text.splitlines():
+        m = re.match(r'([a-z_]+)(?:\{[a-z_]+="([^"]*)"[^}]*\})? (\S+)$', ln)
+        if m:
+            out[(m.group(1), m.group(2))] = int(float(m.group(3)))
+    return out
 
 
 def proof(key_file_bytes, role, agent_nonce, client_nonce):
@@ -225,6 +240,10 @@ def main():
                 ("IPv6 non-loopback without a key", ["--serve", f"[{B6}]:7731"], ("--key-file", "--make-key")),
                 ("client key file others may read", ["--remote", f"[{B6}]:{PORT}", "--dst", B6, "--key-file", loose],
                  ("chmod 600",)),
+                ("--metrics on a sender", ["--remote", f"[{B6}]:{PORT}", "--dst", B6, "--metrics", "9475"],
+                 ("--metrics", "--serve")),
+                ("--metrics-linger on the agent", ["--serve", "7731", "--metrics", "9475", "--metrics-linger", "1"],
+                 ("--metrics-linger",)),
                 ("a 64 B frame over IPv6", ["--remote", f"[{B6}]:{PORT}", "--dst", B6, "--frame-sizes", "64"],
                  ("smallest frame", "84 B"))):
             r = subprocess.run(["ip", "netns", "exec", lab.ns_b, CEILING] + args + ["--rx", RX, "--pktgen", PKTGEN],
@@ -244,8 +263,10 @@ def main():
         sh("ip", "-6", "neigh", "replace", A6, "lladdr", lab.mac(lab.ns_a, lab.if_a), "dev", lab.if_b, "nud",
            "permanent", ns=lab.ns_b)
 
+        prom_file = os.path.join(tmp, "agent.prom")
         agent = lab.spawn(lab.ns_b, [CEILING, "--serve", f"[::]:{PORT}", "--key-file", key, "--rx-bind", "::", "--rx",
-                                     RX, "--max-clients", str(MAX_CLIENTS)])
+                                     RX, "--max-clients", str(MAX_CLIENTS), "--metrics", f"127.0.0.1:{METRICS_PORT}",
+                                     "--metrics-textfile", prom_file])
         # Without a key, on loopback: allowed, and it says so. The default address is 127.0.0.1; [::1] works too.
         plain4 = lab.spawn(lab.ns_b, [CEILING, "--serve", "7732", "--rx", RX])
         plain6 = lab.spawn(lab.ns_b, [CEILING, "--serve", "[::1]:7733", "--rx", RX])
@@ -342,6 +363,12 @@ def main():
         c.eq("--serve [::1]:7733 without a key serves HELLO over IPv6 loopback", hello(7733, "::1"), "OK version=1")
         c.eq("--serve 7732 without a key serves HELLO on 127.0.0.1", hello(7732, "127.0.0.1"), "OK version=1")
 
+        r = subprocess.run(["ip", "netns", "exec", lab.ns_b, sys.executable, "-c",
+                            "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen("
+                            f"'http://127.0.0.1:{METRICS_PORT}/metrics', timeout=5).read().decode())"],
+                           capture_output=True, text=True, timeout=15)
+        live_page = prom_samples(r.stdout)
+        c.true("the agent's metrics page answers a scrape", r.returncode == 0 and live_page, r.stderr[-300:])
         up = agent.poll() is None
         for p_ in (agent, plain4, plain6):
             p_.terminate()
@@ -373,6 +400,32 @@ def main():
         # The sender without a key says BYE as it leaves, which is not an answer to the challenge.
         logged("the sender without a key", "refused (code=auth): BYE instead of AUTH")
         logged("good sessions authenticated", "authenticated", at_least=3)
+
+        # 6. The metrics page against the log and the RESULTs.
+        log_codes = {}
+        for ln in log.splitlines():
+            m = re.search(r"refused \(code=([a-z-]+)", ln)
+            code = m.group(1) if m else ("timeout" if ": dropped: " in ln and "stopped reading" not in ln else None)
+            if code:
+                log_codes[code] = log_codes.get(code, 0) + 1
+        page_codes = {k[1]: v for k, v in live_page.items() if k[0] == "rateline_ceiling_agent_err_replies_total"}
+        c.eq("metrics: ERR replies by code = refusals in the agent's log, by code", page_codes, log_codes)
+        want_trials = 1 + len(trials)
+        want_received = 2000 + sum(t.get("received", 0) for t in trials)
+        want_lost = sum(t.get("lost", 0) for t in trials)
+        got = lambda page, name, label=None: page.get((name, label))
+        c.eq("metrics: trials with a RESULT = the protocol client's one + the remote search's",
+             got(live_page, "rateline_ceiling_agent_trials_total", "result"), want_trials)
+        c.eq("metrics: received packets = the RESULTs' sum (2000 + the search's trials)",
+             got(live_page, "rateline_ceiling_agent_trial_received_packets_total"), want_received)
+        c.eq("metrics: lost packets = the RESULTs' sum", got(live_page, "rateline_ceiling_agent_trial_lost_packets_total"),
+             want_lost)
+        c.true("metrics: sessions = the good clients (at least the 3 authenticated)",
+               (got(live_page, "rateline_ceiling_agent_sessions_total") or 0) >= 3, str(live_page)[:300])
+        final_page = prom_samples(open(prom_file).read()) if os.path.exists(prom_file) else {}
+        c.eq("the textfile written at stop holds the same counts",
+             {k: v for k, v in final_page.items() if k[0].endswith("_total")},
+             {k: v for k, v in live_page.items() if k[0].endswith("_total")})
     left = sh("ip", "netns", "list", capture=True)
     c.true("no lab namespaces left", f"rlt{os.getpid() % 100000}k" not in left)
     print(f"(test_ceiling_auth took {time.time() - start:.0f} s)")

@@ -1,6 +1,8 @@
 #include "address.hpp"
 
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <stdexcept>
@@ -26,6 +28,24 @@ drivers::SocketAddress listen_address(const std::string& spec) {
   if (p == 0 || p > 65535 || used != port.size() || !std::isdigit(static_cast<unsigned char>(port[0])))
     throw SetupError(spec + ": expected [ADDR:]PORT with PORT 1..65535");
   return drivers::make_address(host, static_cast<uint16_t>(p));
+}
+
+int listen_on(const drivers::SocketAddress& addr) {
+  // Non-blocking: the gate accepts until the queue is empty, and never waits in accept().
+  const int fd = ::socket(addr.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) throw SetupError(std::string("Couldn't create the control socket: ") + errno_text(errno));
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr.storage), addr.len) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw SetupError("Couldn't listen on " + addr.text() + ": " + errno_text(e) +
+                     (e == EADDRINUSE ? " (another server runs there: pick another port)" : ""));
+  }
+  // A backlog deep enough that a burst of connections reaches the gate (which counts and refuses them, with a
+  // log line each) rather than waiting in SYN retries.
+  listen(fd, 128);
+  return fd;
 }
 
 bool is_loopback(const drivers::SocketAddress& a) {

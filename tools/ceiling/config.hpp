@@ -8,6 +8,7 @@
 
 #include "auth.hpp"
 #include "limits.hpp"
+#include "report/metrics_server.hpp"
 #include "search.hpp"
 #include "util/units.hpp"
 #include "verdict.hpp"
@@ -81,6 +82,7 @@ struct Config {
   uint32_t serve_max_clients = 8;   // --serve: connections held at once (handshakes plus the session)
   std::optional<auth::Key> key;     // --key-file: --serve asks clients to prove they hold it; --remote proves it
   std::string key_file;             // its path, for messages
+  report::MetricsOptions serve_metrics;  // --serve --metrics / --metrics-textfile: the agent's Prometheus page
   std::string shape;                // local: qdisc spec on the sender's veth ("tbf rate 20mbit burst 32kbit latency 50ms")
   std::string lab_rx_ns;            // lab_child: the receiver namespace
   std::string lab_peer_device;      // lab_child: the receiver's veth

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "agent_metrics.hpp"
 #include "server.hpp"
 #include "socket/udp_socket.hpp"
 #include "util/clock.hpp"
@@ -78,6 +79,7 @@ void Gate::add_poll_fds(std::vector<pollfd>& fds) {
 }
 
 void Gate::refuse(Pending& p, const char* code, const std::string& text) {
+  if (cfg_.counts) cfg_.counts->err_reply(code);
   log_.line(p.peer, std::string("refused (code=") + code + "): " + text);
   send_by(p.fd, std::string("ERR code=") + code + " " + text + "\n", now_ns() + kHandshakeSendNs);
   ::close(p.fd);
@@ -187,6 +189,7 @@ void Gate::accept_all(bool& busy, std::optional<Admitted>& admitted, const std::
     const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC);
     if (fd < 0) return;  // EAGAIN: no more waiting (the listening socket is non-blocking)
     const std::string who = peer_text(peer, len);
+    if (cfg_.counts) cfg_.counts->connection();
     // Room for a few whole replies: a sender busy running pktgen reads its RESULT only afterwards, and that
     // must not count as a client that stopped reading (send_by).
     const int sndbuf = static_cast<int>(4 * proto::kMaxReplyBytes);
@@ -196,6 +199,7 @@ void Gate::accept_all(bool& busy, std::optional<Admitted>& admitted, const std::
       // Without a key there is no handshake: the connection is the session, and one runs.
       log_.line(who, "refused (code=busy): the session with " + (session_peer ? *session_peer : std::string("another client")) +
                          " is running");
+      if (cfg_.counts) cfg_.counts->err_reply("busy");
       send_by(fd, "ERR code=busy another session is running on this receiver\n", now_ns() + kHandshakeSendNs);
       ::close(fd);
       continue;
@@ -203,6 +207,7 @@ void Gate::accept_all(bool& busy, std::optional<Admitted>& admitted, const std::
     if (held >= cfg_.max_clients) {
       log_.line(who, "refused (code=busy): " + std::to_string(held) + " connections held (--max-clients " +
                          std::to_string(cfg_.max_clients) + ")");
+      if (cfg_.counts) cfg_.counts->err_reply("busy");
       send_by(fd, "ERR code=busy too many connections to this receiver\n", now_ns() + kHandshakeSendNs);
       ::close(fd);
       continue;

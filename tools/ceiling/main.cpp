@@ -266,6 +266,7 @@ int main(int argc, char** argv) {
           s.session_ns = cfg.serve_session_ns;
           s.key = cfg.key;
           s.max_clients = cfg.serve_max_clients;
+          s.metrics = cfg.serve_metrics;
         } else {
           s.idle_ns = 600 * kNsPerSec;  // the lab's own agent: hang up only on a sender gone quiet for good
         }

@@ -9,6 +9,7 @@
 #include "net/frame.hpp"
 #include "process.hpp"
 #include "backend.hpp"
+#include "report/metrics_options.hpp"
 #include "report/output_file.hpp"
 #include "server.hpp"
 #include "util/cli.hpp"
@@ -192,6 +193,8 @@ int parse_options(int argc, char** argv, Config& cfg) {
       ->capture_default_str()->group(agent);
   app.add_flag("--serve-allow-test-aids", cfg.serve_limits.allow_test_aids,
                "take test aids (slow_us: a receiver slow on purpose) from clients; for tests only")->group(agent);
+  report::MetricsOptionParser metrics;
+  metrics.add_to(app);
   app.add_option("--serve-dpdk-device", cfg.serve_dpdk_device,
                  "offer backend=dpdk on this device only (rx --device; EAL -a NAME unless --rx-dpdk-args); without it, "
                  "dpdk trials are refused")->group(agent);
@@ -253,6 +256,12 @@ int parse_options(int argc, char** argv, Config& cfg) {
         throw cli::UsageError("--serve " + listen + ": an agent other hosts can reach must authenticate them: make a "
                               "key (ceiling --make-key FILE), give both ends --key-file FILE, or listen on 127.0.0.1");
     }
+    cfg.serve_metrics = metrics.parse();
+    if ((cfg.serve_metrics.endpoint || !cfg.serve_metrics.textfile.empty()) && cfg.mode != Mode::serve)
+      throw cli::UsageError("--metrics and --metrics-textfile are the receiver agent's (--serve); the sender's numbers are "
+                            "in --json and --csv");
+    if (cfg.serve_metrics.linger_ns)
+      throw cli::UsageError("--metrics-linger: the agent serves its page until it is stopped, there is nothing to linger for");
     // The agent's limits mean nothing to a sender: named there, they are a mistake worth saying.
     for (const char* o : {"--serve-idle", "--serve-session", "--max-threads", "--max-rcvbuf", "--ports", "--max-trial",
                           "--serve-allow-test-aids", "--serve-dpdk-device", "--max-clients"})

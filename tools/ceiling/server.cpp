@@ -9,15 +9,17 @@
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
+#include <map>
 #include <optional>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
-#include "backend.hpp"
+#include "agent_metrics.hpp"
 #include "gate.hpp"
 #include "process.hpp"
 #include "protocol.hpp"
+#include "rx_command.hpp"
 #include "socket/udp_socket.hpp"
 #include "util/clock.hpp"
 #include "util/errors.hpp"
@@ -99,6 +101,7 @@ void Session::send(const std::string& line) {
 }
 
 void Session::error(const char* code, const std::string& text, uint64_t id) {
+  if (cfg_.counts) cfg_.counts->err_reply(code);
   if (++refusals_ <= kMaxLoggedRefusals)
     log(std::string("refused (code=") + code + (id ? " id=" + std::to_string(id) : std::string()) + "): " + text);
   else if (refusals_ == kMaxLoggedRefusals + 1)
@@ -181,32 +184,7 @@ void Session::handle(const proto::LineSplitter::Item& item) {
 }
 
 void Session::start_trial(const proto::TrialRequest& req) {
-  std::vector<std::string> argv = {cfg_.rx_bin, "--bind", cfg_.rx_bind, "--port", std::to_string(req.port),
-                                   "--json", "/dev/fd/3", "--quiet", "--idle", std::to_string(req.idle_ms) + "ms",
-                                   "--duration", std::to_string(req.max_ms) + "ms", "--backend", req.backend,
-                                   "--max-size", std::to_string(std::max<uint32_t>(9000, req.size)),
-                                   "--threads", std::to_string(req.threads)};
-  if (req.rcvbuf >= 0) {
-    argv.push_back("--rcvbuf");
-    argv.push_back(std::to_string(req.rcvbuf));
-  }
-  const bool eal = drivers::describe_backend(req.backend).eal_args;
-  if (eal && !cfg_.dpdk_device.empty()) {
-    // Only the device the operator named: EAL probes just that one (-a) unless the operator gave the EAL
-    // arguments too (a vdev needs them), and rx takes that port and no other.
-    argv.push_back("--device");
-    argv.push_back(cfg_.dpdk_device);
-    argv.push_back("--dpdk-args");
-    argv.push_back(cfg_.rx_dpdk_args.empty() ? "-a " + cfg_.dpdk_device : cfg_.rx_dpdk_args);
-  } else if (eal && !cfg_.rx_dpdk_args.empty()) {
-    // The EAL arguments name devices and may load drivers: they come from this host's command line only.
-    argv.push_back("--dpdk-args");
-    argv.push_back(cfg_.rx_dpdk_args);
-  }
-  if (req.slow_us) {
-    argv.push_back("--test-slow-us");
-    argv.push_back(std::to_string(req.slow_us));
-  }
+  const std::vector<std::string> argv = rx_command(req, cfg_);
   Trial t;
   t.req = req;
   SpawnSpec s;
@@ -221,6 +199,7 @@ void Session::start_trial(const proto::TrialRequest& req) {
       // A rebuild relinking rx under us (ETXTBSY, EACCES) is worth a second look.
       if (attempt == 2) {
         error("rx-failed", e.what(), req.id);
+        if (cfg_.counts) cfg_.counts->trial_ended(nullptr);
         return;
       }
       timespec ts{1, 0};
@@ -232,6 +211,7 @@ void Session::start_trial(const proto::TrialRequest& req) {
     std::fprintf(stderr, "ceiling serve: trial %llu: rx pid %d, %u B on port %u\n", static_cast<unsigned long long>(req.id),
                  t.rx.pid, req.size, req.port);
   trial_ = std::move(t);
+  if (cfg_.counts) cfg_.counts->trial_started();
 }
 
 void Session::pump(Trial& t, bool json_ready, bool err_ready) {
@@ -273,8 +253,10 @@ void Session::finish() {
       r["ledger"].erase("counters");
       text = r.dump(-1, ' ', true);
     }
-    if (text.size() + 64 > proto::kMaxReplyBytes) error("rx-failed", "rx's result is too large to send", id);
+    const bool fits = text.size() + 64 <= proto::kMaxReplyBytes;
+    if (!fits) error("rx-failed", "rx's result is too large to send", id);
     else send("RESULT id=" + std::to_string(id) + " " + text);
+    if (cfg_.counts) cfg_.counts->trial_ended(fits ? &r : nullptr);
   } else {
     std::string why = t.err_tail;
     while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
@@ -284,6 +266,7 @@ void Session::finish() {
     error("rx-failed", "rx exited with " + std::to_string(rc) + (t.ready ? " without a result" : " before listening") +
                            (why.empty() ? "" : ": " + why),
           id);
+    if (cfg_.counts) cfg_.counts->trial_ended(nullptr);
   }
   if (cfg_.verbose)
     std::fprintf(stderr, "ceiling serve: trial %llu done (rx exit %d)\n", static_cast<unsigned long long>(id), rc);
@@ -298,6 +281,7 @@ bool Session::over_time_limits() {
                             " (this receiver's --serve-session): closing";
     log("dropped: " + why);
     // With the trial's id, so the sender counts the trial as failed rather than take a cut-short rx result.
+    if (cfg_.counts) cfg_.counts->err_reply("timeout");
     send("ERR code=timeout" + (trial_ ? " id=" + std::to_string(trial_->req.id) : std::string()) + " " + why);
     muted_ = closing_ = true;
     return true;
@@ -307,6 +291,7 @@ bool Session::over_time_limits() {
     const std::string why = "a request begun " + units::duration_text(kRequestTimeoutNs) +
                             " ago is still not complete (a slow or stalled client): closing";
     log("dropped: " + why);
+    if (cfg_.counts) cfg_.counts->err_reply("timeout");
     send("ERR code=timeout " + why);
     muted_ = closing_ = true;
     return true;
@@ -315,6 +300,7 @@ bool Session::over_time_limits() {
     const std::string why = "no request for " + units::duration_text(cfg_.idle_ns) +
                             " (this receiver's --serve-idle): closing";
     log("dropped: " + why);
+    if (cfg_.counts) cfg_.counts->err_reply("timeout");
     send("ERR code=timeout " + why);
     muted_ = closing_ = true;
     return true;
@@ -388,6 +374,7 @@ void Session::run() {
       break;
     }
     if (!muted_) over_time_limits();
+    if (cfg_.counts) cfg_.counts->tick();
   }
 }
 
@@ -401,24 +388,19 @@ int serve(const ServeConfig& cfg) {
     return 0;
   }
   const drivers::SocketAddress addr = listen_address(cfg.listen);
-  // Non-blocking: the gate accepts until the queue is empty, and never waits in accept().
-  const int fd = ::socket(addr.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) throw SetupError(std::string("Couldn't create the control socket: ") + errno_text(errno));
-  const int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr.storage), addr.len) != 0) {
-    const int e = errno;
-    ::close(fd);
-    throw SetupError("Couldn't listen on " + addr.text() + ": " + errno_text(e) +
-                     (e == EADDRINUSE ? " (another server runs there: pick another port)" : ""));
-  }
-  // A backlog deep enough that a burst of connections reaches the gate (which counts and refuses them, with a
-  // log line each) rather than waiting in SYN retries.
-  listen(fd, 128);
-  const TrialLimits& l = cfg.limits;
   const std::string auth_text =
       cfg.key ? "clients authenticate with the key file (HMAC challenge-response)"
               : "NO authentication (loopback only; give --key-file to serve other hosts)";
+  // The gate and the sessions count into this copy's AgentMetrics.
+  ServeConfig counted = cfg;
+  std::optional<AgentMetrics> metrics;
+  if (cfg.metrics.endpoint || !cfg.metrics.textfile.empty()) {
+    metrics.emplace(cfg.metrics, std::map<std::string, std::string>{
+                                     {"listen", addr.text()}, {"auth", cfg.key ? "key" : "none"}, {"rx_bind", cfg.rx_bind}});
+    counted.counts = &*metrics;
+  }
+  const int fd = listen_on(addr);
+  const TrialLimits& l = cfg.limits;
   std::fprintf(stderr,
                "ceiling serve: control on tcp %s; %s; rx binds %s; one session at a time, at most %s, dropped after %s "
                "silent; at most %u connections, a handshake or request must be whole within %s; trials: threads <= "
@@ -428,23 +410,32 @@ int serve(const ServeConfig& cfg) {
                units::duration_text(kHandshakeTimeoutNs).c_str(), l.max_threads, static_cast<long long>(l.max_rcvbuf),
                l.port_lo, l.port_hi, l.max_trial_ms, l.allow_test_aids ? "on" : "off",
                l.allow_dpdk ? ("on " + cfg.dpdk_device).c_str() : "off");
-  Gate gate(fd, cfg);
+  if (metrics) {
+    metrics->start();
+    std::fprintf(stderr, "ceiling serve: %s\n", metrics->start_line().c_str());
+    metrics->tick();
+  }
+  Gate gate(fd, counted);
   while (!stop_flag().load()) {
     std::vector<pollfd> p;
     gate.add_poll_fds(p);
     if (poll(p.data(), p.size(), 100) < 0)
       for (pollfd& f : p) f.revents = 0;  // EINTR: only the deadlines to look at
     std::optional<Admitted> admitted = gate.service(p, nullptr);
+    if (metrics) metrics->tick();
     if (!admitted) continue;
     const int c = admitted->fd;
     const std::string who = admitted->peer;
     if (cfg.verbose) std::fprintf(stderr, "ceiling serve: %s: session opened\n", who.c_str());
-    Session s(std::move(*admitted), cfg, gate);
+    if (metrics) metrics->session(true);
+    Session s(std::move(*admitted), counted, gate);
     s.run();
     ::close(c);
+    if (metrics) metrics->session(false);
     if (cfg.verbose) std::fprintf(stderr, "ceiling serve: %s: session closed\n", who.c_str());
   }
   ::close(fd);
+  if (metrics) metrics->tick(true);
   return 0;
 }
 

@@ -9,9 +9,12 @@
 #include "address.hpp"
 #include "auth.hpp"
 #include "limits.hpp"
+#include "report/metrics_server.hpp"
 #include "socket/udp_socket.hpp"
 
 namespace rateline::ceiling {
+
+class AgentMetrics;
 
 struct ServeConfig {
   std::string listen;        // "[ADDR:]PORT" for TCP; "" = one session on stdin/stdout
@@ -28,6 +31,8 @@ struct ServeConfig {
   // listens on a loopback address only (options.cpp refuses any other).
   std::optional<auth::Key> key;
   uint32_t max_clients = 8;  // connections held at once: handshakes in progress plus the session
+  report::MetricsOptions metrics;    // --metrics / --metrics-textfile (TCP agent only)
+  AgentMetrics* counts = nullptr;    // set by serve(): where the gate and the sessions count (null: no metrics)
 };
 
 // Runs until SIGINT/SIGTERM (TCP) or until stdin closes (stdio). Returns the exit code.
