@@ -16,6 +16,10 @@
 #include "util/errors.hpp"
 
 namespace rateline::drivers {
+
+// linux/if_packet.h's PACKET_FANOUT_FLAG_IGNORE_OUTGOING (Linux 6.9), newer than Debian 12's headers.
+constexpr int kFanoutFlagIgnoreOutgoing = 0x4000;
+
 namespace {
 
 // TX frames carry their data right after the aligned tpacket2_hdr
@@ -174,8 +178,13 @@ AfPacketRxQueue::AfPacketRxQueue(const RawRxConfig& cfg) : timeout_ms_(cfg.poll_
   if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&ll), sizeof ll) != 0)
     throw SetupError("Couldn't bind AF_PACKET to " + cfg.iface.name + ": " + errno_text(errno));
   if (cfg.fanout_group) {
-    const int arg = (cfg.fanout_group & 0xffff) | (PACKET_FANOUT_HASH << 16);
-    if (setsockopt(fd_.get(), SOL_PACKET, PACKET_FANOUT, &arg, sizeof arg) != 0)
+    // A fanout group taps through its own hook, which PACKET_IGNORE_OUTGOING above does not reach: the group
+    // needs the flag too (Linux 6.9+), or this host's own sends on the device count as arrivals (foreign
+    // frames, while pktgen sends on the interface rx taps). Older kernels refuse the flag: join without it.
+    const int group = (cfg.fanout_group & 0xffff) | (PACKET_FANOUT_HASH << 16);
+    const int ignore_outgoing = group | (kFanoutFlagIgnoreOutgoing << 16);
+    if (setsockopt(fd_.get(), SOL_PACKET, PACKET_FANOUT, &ignore_outgoing, sizeof ignore_outgoing) != 0 &&
+        setsockopt(fd_.get(), SOL_PACKET, PACKET_FANOUT, &group, sizeof group) != 0)
       throw SetupError("Couldn't join AF_PACKET fanout group: " + errno_text(errno));
   }
   if (cfg.guard_port) guard_ = PortGuard(cfg.guard_port, cfg.ipv6);  // see socket/port_guard.hpp
