@@ -126,6 +126,22 @@ std::vector<uint16_t> parse_vlan(const std::string& text) {
 
 // --pcap-out and --replay: which backend, how long, and the capture itself
 // (read and checked here, so a bad file sends nothing and exits 2).
+// What a port set cannot do (yet), said before anything opens.
+void check_port_set(const Config& cfg, bool no_dst) {
+  std::string set = "--device ";
+  for (const Config::Port& p : cfg.port_set) set += (&p == &cfg.port_set.front() ? "" : ",") + p.device;
+  if (cfg.port_set.empty()) set += cfg.device;
+  if (no_dst) throw cli::UsageError(set + ": give each port its destination (--dst x,y, in the devices' order)");
+  const drivers::BackendDescriptor& b = drivers::describe_backend(cfg.backend);
+  if (cfg.backend != "auto" && (b.eal_args || !b.moves_packets || (b.frames && !b.kernel_interface)))
+    throw cli::UsageError(set + ": a port set sends through kernel interfaces (socket, uring, afpacket, afxdp, xdp); "
+                          "--backend " + cfg.backend + " runs one port per process");
+  if (!cfg.replay_path.empty() || !cfg.pcap_out.empty())
+    throw cli::UsageError(set + ": --replay and --pcap-out take one device: run one pktgen per port");
+  if (cfg.metrics.endpoint || !cfg.metrics.textfile.empty())
+    throw cli::UsageError(set + ": --metrics serves one run's page: run one pktgen per port to scrape each");
+}
+
 void check_file_options(Config& cfg) {
   if (!cfg.pcap_out.empty()) {
     if (cfg.backend == "auto") cfg.backend = "pcap";
@@ -296,21 +312,45 @@ int parse_options(int argc, char** argv, Config& cfg) {
     // A bad CPU list is a usage error: found here, not at setup.
     if (!cfg.cores.empty() && cfg.cores != "auto")
       convert("--cores", [&] { return topo::place_workers(cfg.threads, cfg.cores).text; });
-    cfg.dst = dst.empty() ? (cfg.ipv6 ? "::1" : "127.0.0.1") : dst;
-    if (cfg.dst.find('-') != std::string::npos) {
-      cfg.dst_range = convert("--dst", [&] { return net::parse_ip_range(cfg.dst, kMaxFlows); });
-      cfg.dst = net::ip_text(cfg.dst_range.first);
+    // --device a,b (--dst x,y): a port set. Each destination gets the checks below; every later check sees
+    // port 0's device and destination, which stand for the set's (the options are the same for every port).
+    const std::vector<std::string> devices = cli::port_devices(cfg.device);
+    std::vector<std::string> dsts;
+    for (size_t pos = 0; !dst.empty();) {
+      const size_t comma = dst.find(',', pos);
+      dsts.push_back(dst.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
     }
-    // A bad address is bad usage: refused here, before anything is opened or sent.
-    bool dst_v6 = false;
-    try {
-      dst_v6 = drivers::make_address(cfg.dst, cfg.port).is_v6();
-    } catch (const SetupError& e) {
-      throw cli::UsageError(std::string("--dst: ") + e.what());
+    if (dsts.size() > 1 && dsts.size() != devices.size())
+      throw cli::UsageError("--dst " + dst + ": a list names one destination per port of --device a,b, in the "
+                            "same order; " + std::to_string(dsts.size()) + " destinations for " +
+                            std::to_string(std::max<size_t>(devices.size(), 1)) + " device(s)");
+    if (!devices.empty()) check_port_set(cfg, dst.empty());
+    const auto parse_dst = [&](const std::string& text, std::string& addr, net::IpRange& range) {
+      addr = text.empty() ? (cfg.ipv6 ? "::1" : "127.0.0.1") : text;
+      if (addr.find('-') != std::string::npos) {
+        range = convert("--dst", [&] { return net::parse_ip_range(addr, kMaxFlows); });
+        addr = net::ip_text(range.first);
+      }
+      // A bad address is bad usage: refused here, before anything is opened or sent.
+      bool dst_v6 = false;
+      try {
+        dst_v6 = drivers::make_address(addr, cfg.port).is_v6();
+      } catch (const SetupError& e) {
+        throw cli::UsageError("--dst: " + std::string(e.what()));
+      }
+      if (dst_v6 != cfg.ipv6)
+        throw cli::UsageError("--dst " + addr + (cfg.ipv6 ? " is not an IPv6 address (drop --ipv6 or give one)" : " is IPv6: add --ipv6"));
+      if (range.count == 1) range = net::parse_ip_range(addr, 1);
+    };
+    for (size_t i = 0; i < devices.size(); ++i) {
+      Config::Port& p = cfg.port_set.emplace_back();
+      p.device = devices[i];
+      parse_dst(dsts.size() > 1 ? dsts[i] : dst, p.dst, p.dst_range);
     }
-    if (dst_v6 != cfg.ipv6)
-      throw cli::UsageError("--dst " + cfg.dst + (cfg.ipv6 ? " is not an IPv6 address (drop --ipv6 or give one)" : " is IPv6: add --ipv6"));
-    if (cfg.dst_range.count == 1) cfg.dst_range = net::parse_ip_range(cfg.dst, 1);
+    if (!devices.empty()) cfg.device = devices[0];
+    parse_dst(dsts.size() > 1 ? dsts[0] : dst, cfg.dst, cfg.dst_range);
     if (cfg.gso && cfg.backend != "socket") throw cli::UsageError("--gso needs --backend socket");
     if (!cfg.mix_sizes.empty()) {
       if (cfg.gso) throw cli::UsageError("--gso cuts a batch into equal datagrams: it cannot send a size mix");
@@ -366,11 +406,25 @@ int parse_options(int argc, char** argv, Config& cfg) {
     cfg.end_markers = static_cast<uint32_t>(in_range<uint64_t>("--end-markers", convert("--end-markers", [&] { return units::parse_count(end_markers); }), 0, 100));
     check_file_options(cfg);
     cfg.metrics = metrics.parse();
+    if (!cfg.port_set.empty()) check_port_set(cfg, false);
   } catch (const cli::UsageError& e) {
     std::fprintf(stderr, "pktgen: %s\n", e.what());
     return cli::kUsageExit;
   }
   return -1;
+}
+
+std::vector<Config> port_configs(const Config& cfg) {
+  if (cfg.port_set.empty()) return {cfg};
+  std::vector<Config> ports;
+  for (const Config::Port& p : cfg.port_set) {
+    Config& c = ports.emplace_back(cfg);
+    c.port_set.clear();
+    c.device = c.port_device = p.device;
+    c.dst = p.dst;
+    c.dst_range = p.dst_range;
+  }
+  return ports;
 }
 
 }  // namespace rateline::pktgen

@@ -60,6 +60,16 @@ struct Config {
   std::string replay_path;  // --replay: send this capture's frames as they are
   std::shared_ptr<const net::PcapFrames> replay;  // its frames, read and checked by parse_options
   report::MetricsOptions metrics;  // --metrics, --metrics-textfile, --metrics-linger
+  // --device a,b: a port set, one whole run per device (its own backend,
+  // workers and counts, as TRex and Pktgen-DPDK run one per port), all in
+  // this process and started together; --dst x,y pairs with the devices (one
+  // --dst: every port's). --count and --rate are each port's.
+  struct Port {
+    std::string device, dst;
+    net::IpRange dst_range;
+  };
+  std::vector<Port> port_set;
+  std::string port_device;  // one port's copy of a port set's config: its device ("" outside a set)
 
   // Flows: one per source port x source address x destination address.
   uint64_t flow_count() const {
@@ -77,6 +87,10 @@ struct Config {
 std::string vlan_needs_frames(const std::string& backend);
 // The same for a --src-ip range: the kernel picks a socket's source address.
 std::string src_range_needs_frames(const std::string& backend);
+
+// One config per port of a port set (each with its device, destination and
+// port_device), or cfg itself when there is no set.
+std::vector<Config> port_configs(const Config& cfg);
 
 // Parses argv into cfg. Returns -1 to run, else the exit code (help: 0, bad input: 2).
 int parse_options(int argc, char** argv, Config& cfg);

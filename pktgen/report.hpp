@@ -22,7 +22,12 @@ class Progress {
   uint64_t last_sent_ = 0, last_bytes_ = 0;
 };
 
-// The final table and JSON from the joined workers; returns the exit code.
+// The final table and JSON record from the joined workers; returns the exit
+// code. The caller ends the JSON (json.finish()) after the last port.
 int report_result(const Config& cfg, const Run& run, report::JsonLines& json);
+
+// A port set's sum over its ports, after their own tables: one line and a
+// "ports" JSON record.
+void report_port_totals(const std::vector<Config>& ports, const std::vector<Run>& runs, report::JsonLines& json);
 
 }  // namespace rateline::pktgen

@@ -1,6 +1,9 @@
 // rx: options, setup, workers, the reporter loop, the final report. The
 // per-packet loop is engine::run_rx (src/engine/rx_loop.hpp), run by the
 // backend the table chose (drivers/backend.hpp); nothing here runs per packet.
+// A port set (--device a,b) is one run per port, side by side: each port's
+// lines and JSON records name its device.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 
@@ -45,19 +48,50 @@ int main(int argc, char** argv) {
     report::JsonLines json(cfg.json_path, cfg.csv_path);
     // Before set-up: a metrics port already taken stops the run before any socket or program exists.
     report::MetricsOutput metrics(cfg.metrics);
-    rx::Run run = rx::set_up(cfg);
-    if (run.placement.main_cpu >= 0) topo::pin_current_thread(run.placement.main_cpu);
-    rx::start(run, g_workers_stop);
-    rx::report_start(cfg, run, json);
+    const std::vector<rx::Config> ports = rx::port_configs(cfg);
+    std::vector<rx::Run> runs;
+    runs.reserve(ports.size());
+    for (const rx::Config& port : ports) runs.push_back(rx::set_up(port));
+    if (runs[0].placement.main_cpu >= 0) topo::pin_current_thread(runs[0].placement.main_cpu);
+    const auto join_all = [&] {
+      g_workers_stop.store(true, std::memory_order_relaxed);
+      for (rx::Run& run : runs)
+        for (auto& w : run.workers)
+          if (w->thread.joinable()) w->thread.join();
+    };
+    try {
+      for (rx::Run& run : runs) rx::start(run, g_workers_stop);
+    } catch (const std::exception&) {
+      join_all();  // the ports that did start
+      throw;
+    }
+    // Each port's report, its JSON records tagged with its device.
+    const auto each_port = [&](const auto& report_port) {
+      for (size_t i = 0; i < runs.size(); ++i) {
+        if (!ports[i].port_device.empty()) json.set_context("device", ports[i].port_device);
+        report_port(ports[i], runs[i], i);
+      }
+      json.clear_context();
+    };
+    each_port([&](const rx::Config& port, const rx::Run& run, size_t) { rx::report_start(port, run, json); });
     if (const std::string line = metrics.start_line(); !line.empty()) {
       std::printf("rx: %s\n", line.c_str());
       std::fflush(stdout);
     }
     metrics.start();  // after report_start dropped this thread's capabilities: its thread copies them, and drops all
-    const std::string ended_by = rx::watch_until_end(cfg, run, json, metrics);
-    g_workers_stop.store(true, std::memory_order_relaxed);
-    for (auto& w : run.workers) w->thread.join();
-    const int rc = rx::report_result(cfg, run, ended_by, json, metrics);
+    const std::vector<std::string> ended_by = rx::watch_until_end(ports, runs, json, metrics);
+    join_all();
+    int rc = 0;
+    each_port([&](const rx::Config& port, rx::Run& run, size_t i) {
+      const int port_rc = rx::report_result(port, run, ended_by[i], json, metrics);
+      rc = rc == 1 || port_rc == 1 ? 1 : std::max(rc, port_rc);  // an error outweighs a verdict
+    });
+    if (runs.size() > 1) rx::report_port_totals(ports, runs, json);
+    // After the report: a full disk costs the JSON, never the numbers on the terminal.
+    if (const std::string e = json.finish(); !e.empty()) {
+      std::fprintf(stderr, "rx: %s\n", e.c_str());
+      rc = 1;
+    }
     metrics.linger();
     return rc;
   } catch (const std::exception& e) {

@@ -170,11 +170,42 @@ int parse_options(int argc, char** argv, Config& cfg) {
         throw cli::UsageError("--reflect: --backend " + cfg.backend + " cannot send packets back; receive with socket, uring or afpacket");
     }
     cfg.metrics = metrics.parse();
+    cfg.port_set = cli::port_devices(cfg.device);
+    if (!cfg.port_set.empty()) {
+      const std::string set = "--device " + cfg.device;
+      const drivers::BackendDescriptor& b = drivers::describe_backend(cfg.backend);
+      if (cfg.backend == "auto")
+        throw cli::UsageError(set + ": give the raw receiver each port runs: --backend afpacket, afxdp or xdp");
+      if (const std::string no = port_set_refusal(cfg.backend, b.frames, b.eal_args); !no.empty())
+        throw cli::UsageError(set + ": " + no);
+      if (!cfg.pcap_out.empty()) throw cli::UsageError(set + ": --pcap-out writes one run's frames: run one rx per port");
+      if (cfg.metrics.endpoint || !cfg.metrics.textfile.empty())
+        throw cli::UsageError(set + ": --metrics serves one run's page: run one rx per port to scrape each");
+      cfg.device = cfg.port_set.front();
+    }
   } catch (const cli::UsageError& e) {
     std::fprintf(stderr, "rx: %s\n", e.what());
     return cli::kUsageExit;
   }
   return -1;
+}
+
+std::vector<Config> port_configs(const Config& cfg) {
+  if (cfg.port_set.empty()) return {cfg};
+  std::vector<Config> ports;
+  for (const std::string& device : cfg.port_set) {
+    Config& c = ports.emplace_back(cfg);
+    c.port_set.clear();
+    c.device = c.port_device = device;
+  }
+  return ports;
+}
+
+std::string port_set_refusal(const std::string& backend, bool frames, bool eal_args) {
+  if (frames && !eal_args) return "";
+  return "a port set taps each device with a raw receiver (afpacket, afxdp or xdp); the " + backend +
+         (eal_args ? " backend runs one EAL, with its ports, per process" : " backend reads sockets, not a device") +
+         ": run one rx per port, or give --backend afpacket";
 }
 
 }  // namespace rateline::rx

@@ -47,6 +47,7 @@ int report_result(const Config& cfg, Run& run, const std::string& ended_by, repo
   summary.receive_stamps = run.backend->receive_stamps();
   summary.reflect_every = cfg.reflect_every;
   const bool ring = run.backend->has_buffer_ring();
+  if (!cfg.port_device.empty()) std::printf("\nport %s:", cfg.port_device.c_str());
   std::printf("\n%s", report::format_table(summary, cfg.ipv6).c_str());
   std::printf("ended by: %s%s\n", ended_by.c_str(),
               ring ? (", io_uring buffer ring ran dry " + std::to_string(ring_empty) + " times").c_str() : "");
@@ -109,18 +110,33 @@ int report_result(const Config& cfg, Run& run, const std::string& ended_by, repo
   }
   run.backend->add_to_result(record, summary);
   json.write(record);
+  run.result = record;
   // From the very numbers the JSON result was just written from.
   if (metrics.enabled())
     if (const std::string e = metrics.publish(final_metrics_page(cfg, run, results, summary, drops, loss_pct), now_ns(), true);
         !e.empty())
       std::fprintf(stderr, "rx: %s\n", e.c_str());
-  // After the report: a full disk costs the JSON, never the numbers on the terminal.
-  if (const std::string e = json.finish(); !e.empty()) {
-    std::fprintf(stderr, "rx: %s\n", e.c_str());
-    return 1;
-  }
   if (!errors.empty()) return 1;
   return verdict_failed.empty() ? 0 : kExitVerdict;
+}
+
+void report_port_totals(const std::vector<Config>& ports, const std::vector<Run>& runs, report::JsonLines& json) {
+  uint64_t received = 0, lost = 0, corrupt = 0, duplicated = 0, payload_bytes = 0;
+  nlohmann::json devices = nlohmann::json::array();
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const nlohmann::json& r = runs[i].result;
+    received += r.value("received", uint64_t{0});
+    lost += r.value("lost", uint64_t{0});
+    corrupt += r.value("corrupt", uint64_t{0});
+    duplicated += r.value("duplicated", uint64_t{0});
+    payload_bytes += r.value("payload_bytes", uint64_t{0});
+    devices.push_back(ports[i].port_device);
+  }
+  std::printf("\nall %zu ports: received %" PRIu64 ", lost %" PRIu64 ", corrupt %" PRIu64 ", duplicated %" PRIu64
+              ", %" PRIu64 " payload bytes\n", runs.size(), received, lost, corrupt, duplicated, payload_bytes);
+  std::fflush(stdout);
+  json.write({{"type", "ports"}, {"tool", "rx"}, {"devices", devices}, {"received", received}, {"lost", lost},
+              {"corrupt", corrupt}, {"duplicated", duplicated}, {"payload_bytes", payload_bytes}});
 }
 
 }  // namespace rateline::rx

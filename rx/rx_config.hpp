@@ -39,12 +39,24 @@ struct Config {
   std::string pcap_out;       // --pcap-out: copies of the first --pcap-max frames and of the bad ones after them (engine/frame_keeper.hpp)
   uint32_t pcap_max = 1000;
   uint32_t reflect_every = 0; // --reflect [--reflect-every N]: send every Nth data packet back (0: off)
+  // --device a,b: a port set, one whole run per device (its own backend,
+  // workers, streams and counts), all in this process; --count and
+  // --expect-senders are each port's. Raw receivers only (each taps its device).
+  std::vector<std::string> port_set;
+  std::string port_device;  // one port's copy of a port set's config: its device ("" outside a set)
 
   // The longest frame --pcap-out keeps whole: the largest payload with any headers.
   uint32_t kept_frame_bytes() const { return max_size + static_cast<uint32_t>(net::kMaxHeadersBytes); }
 };
 
 int parse_options(int argc, char** argv, Config& cfg);
+
+// One config per port of a port set (each with its device and
+// port_device), or cfg itself when there is no set.
+std::vector<Config> port_configs(const Config& cfg);
+
+// Why a receiver cannot be one port of a set ("" when it can).
+std::string port_set_refusal(const std::string& backend, bool frames, bool eal_args);
 
 // Exit codes (README "Exit codes").
 inline constexpr int kExitVerdict = 3;  // --max-loss exceeded, or nothing arrived that was asked for

@@ -37,6 +37,7 @@ struct Run {
   std::vector<std::unique_ptr<Worker>> workers;
   ledger::Scope ledger_scope;
   ledger::Counters ledger_start;
+  nlohmann::json result;  // the result record, once reported
 };
 
 // Throws SetupError / BackendUnavailable with a message a user can act on.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "report/json_lines.hpp"
 #include "report/metrics_server.hpp"
@@ -12,8 +13,11 @@
 
 namespace rateline::rx {
 
-// Returns why the run ended ("end markers", "count reached", "signal"...).
-// Publishes a live metrics page each round when metrics are on.
-std::string watch_until_end(const Config& cfg, Run& run, report::JsonLines& json, report::MetricsOutput& metrics);
+// Returns why each port's run ended ("end markers", "count reached",
+// "signal"...), once every one has; a port set's ports end on their own
+// evidence, a signal ends them all. Publishes a live metrics page each
+// round when metrics are on (one run only).
+std::vector<std::string> watch_until_end(const std::vector<Config>& ports, std::vector<Run>& runs, report::JsonLines& json,
+                                         report::MetricsOutput& metrics);
 
 }  // namespace rateline::rx

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 
 #include "afpacket/afpacket_queues.hpp"
@@ -39,7 +40,10 @@ class AfPacketRx : public QueueRxBackend<AfPacketRxQueue, RawRxConfig> {
     RawRxConfig c;
     c.iface = o.iface;
     c.batch = o.batch;
-    c.fanout_group = static_cast<int>(getpid() & 0xffff) | 1;  // this rx's workers share one fanout group
+    // This run's workers share one fanout group; each run of a port set (rx --device a,b) has its own, since a
+    // group belongs to one device.
+    static std::atomic<int> runs{0};
+    c.fanout_group = static_cast<int>((getpid() + 2 * runs.fetch_add(1)) & 0xffff) | 1;
     c.guard_port = o.port;
     c.ipv6 = o.ipv6;
     return c;

@@ -27,6 +27,10 @@ class JsonLines {
 
   bool enabled() const { return out_.is_open(); }
   void write(const nlohmann::json& record);
+  // A field every record written from now on carries (a port set's
+  // "device": which port a record is about); none after clear_context().
+  void set_context(const std::string& key, const std::string& value) { context_ = {{key, value}}; }
+  void clear_context() { context_ = nullptr; }
   // Ends the output; "" or the run's first write error ("Couldn't write JSON file PATH: <errno text>"),
   // for the caller to print after its report. Without it (an exception) a regular file is left as it was.
   std::string finish();
@@ -34,6 +38,7 @@ class JsonLines {
  private:
   OutputFile out_;
   CsvRows csv_;
+  nlohmann::json context_;
 };
 
 }  // namespace rateline::report

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace rateline::cli {
 
@@ -55,6 +56,24 @@ auto convert(const char* option, F&& f) -> decltype(f()) {
     return f();
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string(option) + ": " + e.what());
+  }
+}
+
+// --device a,b: the devices of a port set (one whole run each), in order.
+// One name (or none) is no set: an empty list. Throws UsageError for an
+// empty or repeated name.
+inline std::vector<std::string> port_devices(const std::string& device) {
+  if (device.find(',') == std::string::npos) return {};
+  std::vector<std::string> names;
+  for (size_t pos = 0;;) {
+    const size_t comma = device.find(',', pos);
+    const std::string name = device.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (name.empty()) throw UsageError("--device " + device + ": an empty name in the list (a,b: one device per port)");
+    for (const std::string& n : names)
+      if (n == name) throw UsageError("--device " + device + ": " + name + " twice (each port once)");
+    names.push_back(name);
+    if (comma == std::string::npos) return names;
+    pos = comma + 1;
   }
 }
 
