@@ -1,5 +1,7 @@
 #include "util/stop_signal.hpp"
 
+#include <signal.h>
+
 #include <csignal>
 
 namespace rateline {
@@ -25,6 +27,13 @@ void install_stop_signals() {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a closed stdout pipe must not kill the final JSON write
+  // A parent may have started us with these held (ceiling's lab does): one that came before the handlers
+  // were in is delivered now, to them.
+  sigset_t held;
+  sigemptyset(&held);
+  sigaddset(&held, SIGINT);
+  sigaddset(&held, SIGTERM);
+  pthread_sigmask(SIG_UNBLOCK, &held, nullptr);
 }
 
 }  // namespace rateline

@@ -1,6 +1,9 @@
 #include "lab.hpp"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <sstream>
 #include <vector>
@@ -24,6 +27,25 @@ void ip_cmd(const std::vector<std::string>& args) {
 }
 
 }  // namespace
+
+std::vector<std::string> remove_stale_labs() {
+  std::string out;
+  if (run_command({"ip", "netns", "list"}, &out) != 0) return {};
+  std::vector<std::string> removed;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const std::string name = line.substr(0, line.find(' '));  // "rlc123a (id: 4)"
+    if (name.size() < 5 || name.rfind("rlc", 0) != 0 || (name.back() != 'a' && name.back() != 'b')) continue;
+    const std::string digits = name.substr(3, name.size() - 4);
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    // Its ceiling still runs (or the pid is reused and alive): not ours to touch.
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;
+    if (run_command({"ip", "netns", "del", name}) == 0) removed.push_back(name);
+  }
+  return removed;
+}
 
 VethLab::VethLab() {
   const std::string id = std::to_string(getpid());

@@ -10,8 +10,13 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace rateline::ceiling {
+
+// Namespaces rlc<pid>a/b of labs whose ceiling no longer runs (it was
+// SIGKILLed: nothing could remove them): deleted; returns their names.
+std::vector<std::string> remove_stale_labs();
 
 class VethLab {
  public:

@@ -172,6 +172,8 @@ int run_local(const Config& cfg) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
+  for (const std::string& left : remove_stale_labs())
+    std::fprintf(stderr, "ceiling: removed %s, a lab namespace left by a killed ceiling\n", left.c_str());
   VethLab lab;
   int rc = 1;
   try {
@@ -210,6 +212,7 @@ int run_local(const Config& cfg) {
     SpawnSpec s;
     s.argv = argv;
     s.inherit_stdout = true;
+    s.hold_stop_signals = true;  // a Ctrl-C from now on ends the child's run with its report, never before it
     Child child = spawn(s);
     bool forwarded = false;
     uint64_t kill_at = 0;

@@ -63,6 +63,13 @@ Child spawn(const SpawnSpec& spec) {
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
+    if (spec.hold_stop_signals) {
+      sigset_t held;
+      sigemptyset(&held);
+      sigaddset(&held, SIGINT);
+      sigaddset(&held, SIGTERM);
+      sigprocmask(SIG_BLOCK, &held, nullptr);
+    }
     const int devnull = ::open("/dev/null", O_RDWR);
     dup2(spec.pipe_stdin ? in[0] : devnull, STDIN_FILENO);
     if (spec.pipe_stdout) dup2(out[1], STDOUT_FILENO);

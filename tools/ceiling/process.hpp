@@ -18,6 +18,10 @@ struct SpawnSpec {
   bool pipe_stderr = false;  // child's stderr to Child::err (else ours)
   bool pipe_fd3 = false;     // child's fd 3 to Child::fd3 (for `--json /dev/fd/3`)
   bool inherit_stdout = false;
+  // SIGINT/SIGTERM held pending in the child until it installs its handlers
+  // (install_stop_signals() lets them in): a signal between fork and then is
+  // not lost, nor does it kill the child before it can write its report.
+  bool hold_stop_signals = false;
 };
 
 struct Child {
