@@ -29,9 +29,11 @@ nlohmann::json phase_record(const std::string& fs, const SizeOutcome& s, bool wr
 nlohmann::json run_record(const RunDescription& run);
 
 // A self-contained SVG: MiB/s against block size, both axes logarithmic,
-// one colour per filesystem, write solid, read dashed.
+// one colour per filesystem, write solid, read dashed (svg_plot.cpp).
 std::string svg_plot(const std::vector<FsOutcome>& fss, const std::string& title);
 
 std::string mib_text(double mib_s);  // "  23.7 MiB/s"
+// The block sizes of every filesystem's results, ascending, each once.
+std::vector<uint64_t> all_sizes(const std::vector<FsOutcome>& fss);
 
 }  // namespace rateline::blocktest
