@@ -4,6 +4,7 @@
 
 #include "planner.hpp"
 #include "report.hpp"
+#include "report/xml_text.hpp"
 
 namespace rateline::blocktest {
 namespace {
@@ -16,19 +17,6 @@ std::string fmt(const char* f, double v) {
 
 const PhaseOutcome& phase(const SizeOutcome& s, bool write) { return write ? s.write : s.read; }
 
-std::string xml(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
 
 }  // namespace
 
@@ -50,7 +38,7 @@ std::string svg_plot(const std::vector<FsOutcome>& fss, const std::string& title
   add("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", W) + "\" height=\"" + fmt("%.0f", H) +
       "\" viewBox=\"0 0 " + fmt("%.0f", W) + " " + fmt("%.0f", H) + "\" font-family=\"sans-serif\" font-size=\"12\">");
   add("<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"white\"/>");
-  add("<text x=\"" + fmt("%.0f", L) + "\" y=\"24\" font-size=\"16\" font-weight=\"bold\">" + xml(title) + "</text>");
+  add("<text x=\"" + fmt("%.0f", L) + "\" y=\"24\" font-size=\"16\" font-weight=\"bold\">" + report::xml_escape(title) + "</text>");
   add("<text x=\"" + fmt("%.0f", L) + "\" y=\"42\" fill=\"#555\">MiB/s against block size; both axes logarithmic; "
       "solid = write, dashed = read</text>");
   if (sizes.empty() || hi <= 0) {
@@ -115,10 +103,10 @@ std::string svg_plot(const std::vector<FsOutcome>& fss, const std::string& title
     }
     const double lx = L + pw + 16;
     add(std::string("<line x1=\"") + fmt("%.1f", lx) + "\" y1=\"" + fmt("%.1f", ly) + "\" x2=\"" + fmt("%.1f", lx + 26) + "\" y2=\"" + fmt("%.1f", ly) + "\" stroke=\"" + c + "\" stroke-width=\"2\"/>");
-    add("<text x=\"" + fmt("%.1f", lx + 32) + "\" y=\"" + fmt("%.1f", ly + 4) + "\">" + xml(f.name) + " write" + (f.supported ? "" : " (unsupported)") + "</text>");
+    add("<text x=\"" + fmt("%.1f", lx + 32) + "\" y=\"" + fmt("%.1f", ly + 4) + "\">" + report::xml_escape(f.name) + " write" + (f.supported ? "" : " (unsupported)") + "</text>");
     ly += 18;
     add(std::string("<line x1=\"") + fmt("%.1f", lx) + "\" y1=\"" + fmt("%.1f", ly) + "\" x2=\"" + fmt("%.1f", lx + 26) + "\" y2=\"" + fmt("%.1f", ly) + "\" stroke=\"" + c + "\" stroke-width=\"2\" stroke-dasharray=\"6,4\"/>");
-    add("<text x=\"" + fmt("%.1f", lx + 32) + "\" y=\"" + fmt("%.1f", ly + 4) + "\">" + xml(f.name) + " read</text>");
+    add("<text x=\"" + fmt("%.1f", lx + 32) + "\" y=\"" + fmt("%.1f", ly + 4) + "\">" + report::xml_escape(f.name) + " read</text>");
     ly += 24;
   }
   add("</svg>");

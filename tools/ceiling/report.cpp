@@ -7,6 +7,7 @@
 
 #include "report/csv_rows.hpp"
 #include "report/rates.hpp"
+#include "report/xml_text.hpp"
 #include "util/units.hpp"
 
 namespace rateline::ceiling {
@@ -42,19 +43,7 @@ std::string first_fail_text(const RateResult& x) {
 
 using report::csv_escape;
 
-std::string xml_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
+using report::xml_escape;
 
 }  // namespace
 
