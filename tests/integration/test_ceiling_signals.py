@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """tools/ceiling's local lab under signals, at any moment.
 
-1. SIGINT or SIGTERM (alternately) at 50 random moments (20 outside the sanitizer stage) (seeded; the seed is printed) from 50 ms to
-   2 s after start: lab set-up, the sender probe (every other run lets ceiling pick its sender),
+1. SIGINT or SIGTERM (alternately) at 50 random moments (20 outside the sanitizer stage; seeded, the seed is
+   printed) from 0 to 2 s after ceiling's handlers are in (its first statement; before that no
+   program can catch a signal): lab set-up, the sender probe (every other run lets ceiling pick its sender),
    the trials and the report. Each run must end by itself within 20 s with exit 0 or 1 (never a
    signal's death or a sanitizer report), leave no lab namespace and no pktgen, rx or ceiling of its
    own running, and leave a whole JSON file (every line parses) with its start record.
@@ -45,6 +46,23 @@ def ours_running():
     return found
 
 
+def handlers_in(pid, timeout=10):
+    """Waits until the process catches SIGINT and SIGTERM (/proc/PID/status SigCgt): a signal before
+    that (exec, the dynamic loader, a sanitizer's start-up) kills any program; "any moment" starts here."""
+    want = (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGTERM - 1))
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                caught = int(next(ln for ln in f if ln.startswith("SigCgt:")).split()[1], 16)
+            if caught & want == want:
+                return True
+        except (OSError, StopIteration):
+            return False
+        time.sleep(0.002)
+    return False
+
+
 def lab_namespaces(pid):
     return [n.split()[0] for n in sh("ip", "netns", "list", capture=True).splitlines() if n.startswith(f"rlc{pid}")]
 
@@ -76,11 +94,13 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(MOMENTS):
             sig = signal.SIGINT if i % 2 == 0 else signal.SIGTERM
-            at = rng.uniform(0.05, 2.0)
+            at = rng.uniform(0.0, 2.0)
             j = os.path.join(tmp, f"run{i}.json")
             sender = [] if i % 4 < 2 else ["--tx-backend", "afpacket"]  # half let ceiling probe for its sender
             p = subprocess.Popen(base + searching + sender + ["--json", j], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  text=True)
+            if not handlers_in(p.pid):
+                bad.append(f"run {i}: ceiling never caught SIGINT and SIGTERM")
             time.sleep(at)
             p.send_signal(sig)
             try:

@@ -172,6 +172,7 @@ int run_local(const Config& cfg) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
+  if (stop_flag().load()) g_parent_signal = stop_signal_number();  // one that came before these handlers
   for (const std::string& left : remove_stale_labs())
     std::fprintf(stderr, "ceiling: removed %s, a lab namespace left by a killed ceiling\n", left.c_str());
   VethLab lab;
@@ -249,6 +250,9 @@ int run_local(const Config& cfg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First of all: a Ctrl-C from here on is a request to stop with a report, never a silent death (the local
+  // lab's parent takes it over below).
+  install_stop_signals();
   Config cfg;
   if (const int rc = parse_options(argc, argv, cfg); rc >= 0) return rc;
   try {
