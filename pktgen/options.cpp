@@ -133,9 +133,10 @@ void check_port_set(const Config& cfg, bool no_dst) {
   if (cfg.port_set.empty()) set += cfg.device;
   if (no_dst) throw cli::UsageError(set + ": give each port its destination (--dst x,y, in the devices' order)");
   const drivers::BackendDescriptor& b = drivers::describe_backend(cfg.backend);
-  if (cfg.backend != "auto" && (b.eal_args || !b.moves_packets || (b.frames && !b.kernel_interface)))
-    throw cli::UsageError(set + ": a port set sends through kernel interfaces (socket, uring, afpacket, afxdp, xdp); "
-                          "--backend " + cfg.backend + " runs one port per process");
+  // Ports on a wire: kernel interfaces, or DPDK ports sharing the process's one EAL (not null, not pcap's file).
+  if (cfg.backend != "auto" && (!b.moves_packets || (b.frames && !b.kernel_interface && !b.eal_args)))
+    throw cli::UsageError(set + ": a port set sends on interfaces or DPDK ports (socket, uring, afpacket, afxdp, xdp, "
+                          "dpdk); --backend " + cfg.backend + " runs one port per process");
   if (!cfg.replay_path.empty() || !cfg.pcap_out.empty())
     throw cli::UsageError(set + ": --replay and --pcap-out take one device: run one pktgen per port");
   if (cfg.metrics.endpoint || !cfg.metrics.textfile.empty())

@@ -63,7 +63,8 @@ struct Config {
   // --device a,b: a port set, one whole run per device (its own backend,
   // workers and counts, as TRex and Pktgen-DPDK run one per port), all in
   // this process and started together; --dst x,y pairs with the devices (one
-  // --dst: every port's). --count and --rate are each port's.
+  // --dst: every port's). --count and --rate are each port's. DPDK ports
+  // share the process's one EAL (--dpdk-args names them all).
   struct Port {
     std::string device, dst;
     net::IpRange dst_range;

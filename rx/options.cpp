@@ -175,8 +175,8 @@ int parse_options(int argc, char** argv, Config& cfg) {
       const std::string set = "--device " + cfg.device;
       const drivers::BackendDescriptor& b = drivers::describe_backend(cfg.backend);
       if (cfg.backend == "auto")
-        throw cli::UsageError(set + ": give the raw receiver each port runs: --backend afpacket, afxdp or xdp");
-      if (const std::string no = port_set_refusal(cfg.backend, b.frames, b.eal_args); !no.empty())
+        throw cli::UsageError(set + ": give the raw receiver each port runs: --backend afpacket, afxdp, xdp or dpdk");
+      if (const std::string no = port_set_refusal(cfg.backend, b.frames); !no.empty())
         throw cli::UsageError(set + ": " + no);
       if (!cfg.pcap_out.empty()) throw cli::UsageError(set + ": --pcap-out writes one run's frames: run one rx per port");
       if (cfg.metrics.endpoint || !cfg.metrics.textfile.empty())
@@ -197,15 +197,15 @@ std::vector<Config> port_configs(const Config& cfg) {
     Config& c = ports.emplace_back(cfg);
     c.port_set.clear();
     c.device = c.port_device = device;
+    c.port_checked = ports.size() > 1;
   }
   return ports;
 }
 
-std::string port_set_refusal(const std::string& backend, bool frames, bool eal_args) {
-  if (frames && !eal_args) return "";
-  return "a port set taps each device with a raw receiver (afpacket, afxdp or xdp); the " + backend +
-         (eal_args ? " backend runs one EAL, with its ports, per process" : " backend reads sockets, not a device") +
-         ": run one rx per port, or give --backend afpacket";
+std::string port_set_refusal(const std::string& backend, bool frames) {
+  if (frames) return "";
+  return "a port set takes each device with a raw receiver (afpacket, afxdp, xdp or dpdk); the " + backend +
+         " backend reads sockets, not a device: run one rx per port, or give --backend afpacket";
 }
 
 }  // namespace rateline::rx

@@ -41,9 +41,11 @@ struct Config {
   uint32_t reflect_every = 0; // --reflect [--reflect-every N]: send every Nth data packet back (0: off)
   // --device a,b: a port set, one whole run per device (its own backend,
   // workers, streams and counts), all in this process; --count and
-  // --expect-senders are each port's. Raw receivers only (each taps its device).
+  // --expect-senders are each port's. Raw receivers only (each takes its
+  // device); DPDK ports share the process's one EAL.
   std::vector<std::string> port_set;
   std::string port_device;  // one port's copy of a port set's config: its device ("" outside a set)
+  bool port_checked = false;  // a later port of a set: the UDP port is free of others (the first port's guard holds it)
 
   // The longest frame --pcap-out keeps whole: the largest payload with any headers.
   uint32_t kept_frame_bytes() const { return max_size + static_cast<uint32_t>(net::kMaxHeadersBytes); }
@@ -56,7 +58,7 @@ int parse_options(int argc, char** argv, Config& cfg);
 std::vector<Config> port_configs(const Config& cfg);
 
 // Why a receiver cannot be one port of a set ("" when it can).
-std::string port_set_refusal(const std::string& backend, bool frames, bool eal_args);
+std::string port_set_refusal(const std::string& backend, bool frames);
 
 // Exit codes (README "Exit codes").
 inline constexpr int kExitVerdict = 3;  // --max-loss exceeded, or nothing arrived that was asked for

@@ -10,7 +10,7 @@ namespace rateline::rx {
 Run set_up(const Config& cfg) {
   Run run;
   run.bind = drivers::make_address(cfg.bind, cfg.port);
-  drivers::ensure_port_free(run.bind);
+  if (!cfg.port_checked) drivers::ensure_port_free(run.bind);
   // Raw backends tap an interface: --device, or the one that owns --bind.
   run.device = !cfg.device.empty() ? cfg.device : report::device_for_local_address(cfg.bind);
   std::string frames_why = run.device.empty() ? "--backend " + cfg.backend +

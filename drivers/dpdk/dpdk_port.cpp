@@ -132,6 +132,15 @@ void check(int rc, const std::string& what) {
   if (rc < 0) throw SetupError("Couldn't " + what + ": " + rte_strerror(-rc));
 }
 
+// One EAL per process, shared by the ports of a port set (pktgen/rx --device
+// a,b): the first port starts it with the run's arguments, the last one to
+// close takes it down. Ports are opened and closed on the main thread only.
+struct SharedEal {
+  unsigned ports = 0;
+  std::string runtime_dir, note;
+};
+SharedEal g_eal;
+
 }  // namespace
 
 std::vector<int> dpdk_running_capabilities() {
@@ -165,10 +174,19 @@ DpdkPort::DpdkPort(const DpdkPortConfig& cfg) {
   const uint64_t pool_bytes = (uint64_t{queues} * (per_queue + tx_pool_mbufs_) + (queues + 1ull) * kPoolCache) *
                               (data_room + 256);
 
-  remove_stale_runtime_dirs(cfg.tool);
-  init_eal(eal_arguments(cfg, main_cpu, pool_bytes, eal_note_), eal_note_);
-  runtime_dir_ = rte_eal_get_runtime_dir();
-  eal_note_ += "; main lcore on cpu " + std::to_string(main_cpu) + ", workers register as lcores on their CPUs";
+  if (g_eal.ports == 0) {
+    remove_stale_runtime_dirs(cfg.tool);
+    init_eal(eal_arguments(cfg, main_cpu, pool_bytes, eal_note_), eal_note_);
+    g_eal.runtime_dir = rte_eal_get_runtime_dir();
+    eal_note_ += "; main lcore on cpu " + std::to_string(main_cpu) + ", workers register as lcores on their CPUs";
+    g_eal.note = eal_note_;
+  } else {
+    // Another port of this process's set started it, with the same --dpdk-args; its memory grows as pools ask
+    // (with --no-huge, -m was sized for the first port's pools: a pool beyond it fails with a clear error).
+    eal_note_ = "EAL shared with this run's other port(s): " + g_eal.note;
+  }
+  ++g_eal.ports;
+  eal_up_ = true;
   max_frame_bytes_ = cfg.max_frame_bytes;
   try {
     open_port(cfg, queues, rx_desc, tx_desc, data_room, per_queue);
@@ -249,7 +267,8 @@ void DpdkPort::open_port(const DpdkPortConfig& cfg, uint16_t queues, uint32_t rx
     const auto on_socket = static_cast<uint32_t>(std::count(queue_socket_.begin(), queue_socket_.end(), socket));
     // Mempools are fastest at 2^k - 1 elements (the ring holds 2^k).
     const uint32_t n = round_up_pow2(on_socket * per_queue + (queues + 1) * kPoolCache) - 1;
-    const std::string pool_name = "rateline_s" + std::to_string(socket);
+    // Names are the EAL's, process-wide: the port id keeps a port set's pools apart.
+    const std::string pool_name = "rateline_p" + std::to_string(port_) + "s" + std::to_string(socket);
     pool = rte_pktmbuf_pool_create(pool_name.c_str(), n, kPoolCache, 0, static_cast<uint16_t>(data_room), socket);
     if (!pool)
       throw SetupError("Couldn't create the DPDK mempool of " + std::to_string(n) + " mbufs on socket " +
@@ -260,7 +279,7 @@ void DpdkPort::open_port(const DpdkPortConfig& cfg, uint16_t queues, uint32_t rx
   // TX pools: one per sending queue, so that every mbuf a queue sends comes
   // back to it with its frame intact (dpdk_queues.hpp).
   for (uint16_t q = 0; cfg.transmit && q < queues; ++q) {
-    const std::string pool_name = "rateline_tx" + std::to_string(q);
+    const std::string pool_name = "rateline_p" + std::to_string(port_) + "tx" + std::to_string(q);
     rte_mempool* pool = rte_pktmbuf_pool_create(pool_name.c_str(), tx_pool_mbufs_, kPoolCache, 0,
                                                 static_cast<uint16_t>(data_room), queue_socket_[q]);
     if (!pool)
@@ -314,9 +333,13 @@ void DpdkPort::close() {
   if (port_found_) rte_eth_dev_close(port_);
   for (auto& [socket, pool] : pools_) rte_mempool_free(pool);
   for (rte_mempool* pool : tx_pools_) rte_mempool_free(pool);
+  if (!eal_up_) return;
+  eal_up_ = false;
+  if (--g_eal.ports) return;  // a port of the set still uses it
   rte_eal_cleanup();
   // EAL leaves its runtime directory (config, fbarrays) behind: it was ours alone.
-  if (!runtime_dir_.empty() && runtime_dir_.find("/rateline-") != std::string::npos) remove_dir_files(runtime_dir_);
+  if (g_eal.runtime_dir.find("/rateline-") != std::string::npos) remove_dir_files(g_eal.runtime_dir);
+  g_eal.runtime_dir.clear();
 }
 
 report::LinkInfo DpdkPort::link() const {

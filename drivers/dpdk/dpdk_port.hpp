@@ -1,6 +1,7 @@
 // DPDK backend, slow path: the EAL, one port, its queues and mempools, set
 // up once by pktgen or rx before the workers start, torn down after they
-// joined. Straight-line setup in the manner of DPDK's examples/skeleton.
+// joined. A port set (--device a,b) opens one DpdkPort per port; they share
+// the process's one EAL, started by the first and ended by the last. Straight-line setup in the manner of DPDK's examples/skeleton.
 //
 // EAL arguments: the user's (--dpdk-args "...", and everything after "--"),
 // plus what we add unless the user gave it:
@@ -109,7 +110,7 @@ class DpdkPort {
   std::vector<std::pair<int, rte_mempool*>> pools_;    // one per socket: RX queues
   std::vector<rte_mempool*> tx_pools_;                 // pktgen: one per TX queue (dpdk_queues.hpp)
   uint32_t tx_pool_mbufs_ = 0;
-  std::string runtime_dir_;
+  bool eal_up_ = false;  // this port counts as a user of the process's EAL
   std::string summary_, eal_note_;
   std::optional<net::MacAddress> peer_mac_;
   std::string peer_why_ = "no destination given";

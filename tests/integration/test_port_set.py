@@ -10,6 +10,9 @@ same time:
   exit 3, a CI job must not read that as clean).
 - B -> A: pktgen --backend afpacket --device b1,b2 --dst a1,a2 into rx --backend afpacket
   --device a1,a2 on UDP port 9001 (two-port bidirectional, as TRex and Pktgen-DPDK run).
+Then DPDK ports (one EAL shared by the set): pktgen --backend dpdk --device net_af_packet0,net_af_packet1
+on vdevs over a1, a2 into rx --backend dpdk on vdevs over b1, b2: each port's counts, DPDK's own
+opackets/ipackets, and the veths' counters.
 Each port's numbers are checked against its own interface counters (/sys/class/net/*/statistics):
 rx's received + end markers = the receiving veth's rx_packets delta, pktgen's sent + markers -
 dropped = the sending veth's tx_packets delta. Every JSON record names its port's device; the
@@ -39,7 +42,7 @@ def usage_errors():
              ("one destination per",)),
             ("pktgen: a list without a port set", [PKTGEN, "--dst", "10.0.0.1,10.0.0.2"], ("--device a,b",)),
             ("pktgen: the pcap backend", [PKTGEN, "--device", "a,b", "--dst", "10.0.0.1", "--backend", "pcap",
-                                          "--pcap-out", "/dev/null"], ("kernel interfaces",)),
+                                          "--pcap-out", "/dev/null"], ("interfaces or DPDK ports",)),
             ("pktgen: an empty name", [PKTGEN, "--device", "a,", "--dst", "10.0.0.1"], ("empty name",))):
         r = subprocess.run(argv, capture_output=True, text=True, timeout=10)
         lines = r.stderr.strip().splitlines()
@@ -60,6 +63,51 @@ def nft_dropped(ns):
 
 def by_device(recs, kind, tool):
     return {r.get("device"): r for r in recs if r.get("type") == kind and r.get("tool") == tool}
+
+
+def dpdk_ports(lab, tmp, ports):
+    """Both ends on DPDK: one EAL per program, two net_af_packet ports each."""
+    probe = subprocess.run([PKTGEN, "--backend", "dpdk", "--count", "1", "--", "--no-pci"], capture_output=True,
+                           text=True, timeout=60)
+    if "built without DPDK" in probe.stderr:
+        print("SKIP (DPDK phase): built without DPDK")
+        return
+    def eal(side):
+        return " ".join(["--no-pci"] + [f"--vdev=net_af_packet{i},iface={p[side]}" for i, p in enumerate(ports)])
+    names = "net_af_packet0,net_af_packet1"
+    before = {(ns, p[k], key): counter(ns, p[k], key) for p in ports
+              for ns, k, key in ((lab.ns_a, 0, "tx_packets"), (lab.ns_b, 1, "rx_packets"))}
+    jr, jt = os.path.join(tmp, "dpdk-rx.json"), os.path.join(tmp, "dpdk-tx.json")
+    rx = lab.spawn(lab.ns_b, [RX, "--backend", "dpdk", "--device", names, "--dpdk-args", eal(1), "--json", jr,
+                              "--idle", "3s", "--quiet"])
+    seen = 0
+    while seen < 2:
+        line = rx.stdout.readline()
+        if not line:
+            break
+        seen += line.startswith("rx: listening on")
+    c.eq("dpdk rx: both ports listening", seen, 2)
+    tx = subprocess.run(["ip", "netns", "exec", lab.ns_a, PKTGEN, "--backend", "dpdk", "--device", names,
+                         "--dpdk-args", eal(0), "--dst", ",".join(p[2] for p in ports), "--count", str(N), "--size",
+                         "1000", "--rate", "20k", "--json", jt, "--quiet"], capture_output=True, text=True, timeout=60)
+    c.eq("dpdk pktgen, two ports in one EAL: exit code", tx.returncode, 0)
+    out, err = rx.communicate(timeout=60)
+    c.eq("dpdk rx, two ports in one EAL: exit code", rx.returncode, 0)
+    if tx.returncode or rx.returncode:
+        print(tx.stdout[-800:], tx.stderr[-800:], out[-800:], err[-800:])
+    tx_res = by_device(json_records(jt), "result", "pktgen") if os.path.exists(jt) else {}
+    rx_res = by_device(json_records(jr), "result", "rx") if os.path.exists(jr) else {}
+    for i, (dev_tx, dev_rx, _) in enumerate(ports):
+        name = f"net_af_packet{i}"
+        t, r = tx_res.get(name, {}), rx_res.get(name, {})
+        sent_wire = counter(lab.ns_a, dev_tx, "tx_packets") - before[(lab.ns_a, dev_tx, "tx_packets")]
+        got_wire = counter(lab.ns_b, dev_rx, "rx_packets") - before[(lab.ns_b, dev_rx, "rx_packets")]
+        c.eq(f"dpdk port {i + 1} ({name} on {dev_tx} -> {dev_rx}): sent; received, lost",
+             (t.get("sent"), r.get("received"), r.get("lost")), (N, N, 0))
+        c.eq(f"dpdk port {i + 1}: DPDK opackets = {dev_tx} tx_packets = sent + end markers",
+             (t.get("dpdk", {}).get("opackets"), sent_wire), (N + 3, N + 3))
+        c.eq(f"dpdk port {i + 1}: DPDK ipackets = {dev_rx} rx_packets = received + end markers",
+             (r.get("dpdk", {}).get("ipackets"), got_wire), (N + 3, N + 3))
 
 
 with tempfile.TemporaryDirectory() as tmp, Lab("p", subnet=50) as lab:
@@ -147,4 +195,5 @@ with tempfile.TemporaryDirectory() as tmp, Lab("p", subnet=50) as lab:
                tot_rx[0]["lost"] == sum(x["lost"] for x in rx_res.values()), str(tot_rx))
     c.true("rx's table: one per port, then the sum", outs["rx_b"].count("\nport ") == 2 and "all 2 ports:" in outs["rx_b"],
            outs["rx_b"][-400:])
+    dpdk_ports(lab, tmp, [(lab.if_a, lab.if_b, lab.ip_b), (a2, b2, ip_b2)])
 c.done()
