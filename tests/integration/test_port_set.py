@@ -61,6 +61,17 @@ def nft_dropped(ns):
     return [x["counter"]["packets"] for x in exprs if "counter" in x][0]
 
 
+def listening_lines(p, ports):
+    """Reads rx's stdout until each port said it listens (or rx ended): how many did."""
+    seen = 0
+    while seen < ports:
+        line = p.stdout.readline()
+        if not line:
+            break
+        seen += line.startswith("rx: listening on")
+    return seen
+
+
 def by_device(recs, kind, tool):
     return {r.get("device"): r for r in recs if r.get("type") == kind and r.get("tool") == tool}
 
@@ -80,13 +91,7 @@ def dpdk_ports(lab, tmp, ports):
     jr, jt = os.path.join(tmp, "dpdk-rx.json"), os.path.join(tmp, "dpdk-tx.json")
     rx = lab.spawn(lab.ns_b, [RX, "--backend", "dpdk", "--device", names, "--dpdk-args", eal(1), "--json", jr,
                               "--idle", "3s", "--quiet"])
-    seen = 0
-    while seen < 2:
-        line = rx.stdout.readline()
-        if not line:
-            break
-        seen += line.startswith("rx: listening on")
-    c.eq("dpdk rx: both ports listening", seen, 2)
+    c.eq("dpdk rx: both ports listening", listening_lines(rx, 2), 2)
     tx = subprocess.run(["ip", "netns", "exec", lab.ns_a, PKTGEN, "--backend", "dpdk", "--device", names,
                          "--dpdk-args", eal(0), "--dst", ",".join(p[2] for p in ports), "--count", str(N), "--size",
                          "1000", "--rate", "20k", "--json", jt, "--quiet"], capture_output=True, text=True, timeout=60)
@@ -139,13 +144,7 @@ with tempfile.TemporaryDirectory() as tmp, Lab("p", subnet=50) as lab:
                                 "--json", j["rx_a"], "--idle", "3s", "--quiet"])
     # Both listening (each port's start line), then both senders at once.
     for p in (rx_b, rx_a):
-        seen = 0
-        while seen < 2:
-            line = p.stdout.readline()
-            if not line:
-                break
-            seen += line.startswith("rx: listening on")
-        c.eq("rx: a start line per port", seen, 2)
+        c.eq("rx: a start line per port", listening_lines(p, 2), 2)
     common = ["--count", str(N), "--size", "1000", "--burst", "10", "--rate", "20k", "--quiet"]
     tx_a = lab.spawn(lab.ns_a, [PKTGEN, "--backend", "socket", "--device", f"{lab.if_a},{a2}",
                                 "--dst", f"{lab.ip_b},{ip_b2}", "--port", "9000", "--json", j["tx_a"]] + common)
