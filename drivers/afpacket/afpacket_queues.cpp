@@ -229,7 +229,14 @@ std::span<const engine::RxFrame> AfPacketRxQueue::poll(uint32_t n) {
   uint32_t got = take(n);
   if (got == 0) {
     pollfd p{fd_.get(), POLLIN | POLLERR, 0};
-    ::poll(&p, 1, timeout_ms_);
+    if (::poll(&p, 1, timeout_ms_) > 0 && (p.revents & POLLERR)) {
+      // The device went down or away (ENETDOWN): the error stays pending, and with it POLLERR, until read, so
+      // every poll would return at once and the worker would spin. Reading it clears it: the socket waits
+      // again, and takes frames when the link comes back up.
+      int err = 0;
+      socklen_t len = sizeof err;
+      getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+    }
     got = take(n);
   }
   return {frames_.data(), got};
