@@ -31,6 +31,17 @@ uint64_t mem_available_bytes() {
 }
 }  // namespace
 
+namespace {
+
+// Why a receiver cannot be one port of a set ("" when it can).
+std::string port_set_refusal(const std::string& backend, bool frames) {
+  if (frames) return "";
+  return "a port set takes each device with a raw receiver (afpacket, afxdp, xdp or dpdk); the " + backend +
+         " backend reads sockets, not a device: run one rx per port, or give --backend afpacket";
+}
+
+}  // namespace
+
 int parse_options(int argc, char** argv, Config& cfg) {
   CLI::App app{"rx: receive a pktgen stream, check every packet, count what arrived and what was missed", "rx"};
   std::string count, rcvbuf = "4M", idle = "10", duration, max_size = "9000", max_streams = "256", batch = "64", pcap_max = "1000";
@@ -200,12 +211,6 @@ std::vector<Config> port_configs(const Config& cfg) {
     c.port_checked = ports.size() > 1;
   }
   return ports;
-}
-
-std::string port_set_refusal(const std::string& backend, bool frames) {
-  if (frames) return "";
-  return "a port set takes each device with a raw receiver (afpacket, afxdp, xdp or dpdk); the " + backend +
-         " backend reads sockets, not a device: run one rx per port, or give --backend afpacket";
 }
 
 }  // namespace rateline::rx

@@ -57,9 +57,6 @@ int parse_options(int argc, char** argv, Config& cfg);
 // port_device), or cfg itself when there is no set.
 std::vector<Config> port_configs(const Config& cfg);
 
-// Why a receiver cannot be one port of a set ("" when it can).
-std::string port_set_refusal(const std::string& backend, bool frames);
-
 // Exit codes (README "Exit codes").
 inline constexpr int kExitVerdict = 3;  // --max-loss exceeded, or nothing arrived that was asked for
 
