@@ -41,6 +41,10 @@ class AfXdpRx : public QueueRxBackend<AfXdpRxQueue, XskConfig> {
     return {"receive buffer: AF_XDP UMEM of " + std::to_string(c.frames) + " x " + std::to_string(c.frame_bytes) +
             " B frames per worker; XDP steering program " + steer_.mode() + " on " + iface_.name};
   }
+  // The fragments the steering program passed on never reached a worker.
+  void finish(std::vector<engine::RxResult>& results) override {
+    if (!results.empty()) results.front().counters.fragments += steer_.fragments();
+  }
 
  private:
   XskConfig config(unsigned i) const {

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "xdp_steer_object.h"  // generated: the compiled steering program
 #include "util/errors.hpp"
@@ -54,6 +55,7 @@ XdpSteerProgram::XdpSteerProgram(int ifindex, const std::string& ifname, uint16_
                              (err == EBUSY || err == EEXIST ? " (another XDP program is attached: rx --xdp-cleanup " + ifname + ")" : ""));
   }
   map_fd_ = bpf_object__find_map_fd_by_name(obj_, "xsks");
+  fragments_fd_ = bpf_object__find_map_fd_by_name(obj_, "steer_fragments");
   // Which mode the kernel chose: native (driver) when the driver supports XDP, else generic.
   LIBBPF_OPTS(bpf_xdp_query_opts, q);
   mode_ = "attached";
@@ -64,6 +66,16 @@ XdpSteerProgram::XdpSteerProgram(int ifindex, const std::string& ifname, uint16_
 XdpSteerProgram::~XdpSteerProgram() {
   if (link_) bpf_link__destroy(link_);
   if (obj_) bpf_object__close(obj_);
+}
+
+uint64_t XdpSteerProgram::fragments() const {
+  const int cpus = libbpf_num_possible_cpus();
+  std::vector<uint64_t> per_cpu(cpus > 0 ? static_cast<size_t>(cpus) : 1);
+  const uint32_t zero = 0;
+  if (fragments_fd_ < 0 || bpf_map_lookup_elem(fragments_fd_, &zero, per_cpu.data()) != 0) return 0;
+  uint64_t n = 0;
+  for (uint64_t v : per_cpu) n += v;
+  return n;
 }
 
 bool xdp_attached(int ifindex) {

@@ -25,12 +25,15 @@ class XdpSteerProgram {
   XdpSteerProgram& operator=(const XdpSteerProgram&) = delete;
 
   int xsk_map_fd() const { return map_fd_; }
+  // IP fragments the program passed on to the stack so far.
+  uint64_t fragments() const;
   const std::string& mode() const { return mode_; }
 
  private:
   bpf_object* obj_ = nullptr;
   bpf_link* link_ = nullptr;
   int map_fd_ = -1;
+  int fragments_fd_ = -1;
   std::string mode_;
 };
 

@@ -1,9 +1,11 @@
 // rx --backend xdp: the kernel runs the per-packet loop on the receiving
 // interface. Per frame: parse Ethernet (up to two VLAN tags), IPv4/IPv6 and
 // UDP; for our port, decode our header as wire::decode does and verify the
-// payload checksum over every byte; then, under the stream's lock, the
-// sequence window (stats::SequenceTracker), latency histogram
-// (stats::LatencyHistogram buckets) and RFC 3550 jitter.
+// payload checksum over every byte; then find the stream by who sent it
+// (source address and port, sender id, stream id: engine::StreamKey) and,
+// under its lock, the sequence window (stats::SequenceTracker, far-jump rule
+// included), latency histogram (stats::LatencyHistogram buckets) and RFC 3550
+// jitter.
 //
 // Everything that is not ours (other EtherTypes, other ports, other UDP on
 // our port) is XDP_PASS: the host keeps working. Ours is XDP_DROP once
@@ -20,6 +22,7 @@
 
 #include "net/udp_parse.bpf.h"
 #include "xdp_shared.h"
+#include "xdp_rx_track.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the XDP backend loads payload words natively: little-endian machines only"
@@ -34,19 +37,26 @@ struct {
   __type(value, struct rl_rx_totals);
 } rx_totals SEC(".maps");
 
+// Preallocated (the default): an insert under load takes no allocation, and
+// a full table refuses the new stream (counted unknown_stream).
 struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 1);  // the loader sets --max-streams
-  __type(key, __u32);
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1);  // the loader sets --max-streams (senders x streams)
+  __type(key, struct rl_stream_key);
   __type(value, struct rl_rx_stream);
 } rx_streams SEC(".maps");
 
+// A zeroed stream, the value a new stream starts from (too large for the
+// stack). Plain bytes: a value that holds a lock may not be read as a whole.
+struct rl_rx_stream_bytes {
+  __u8 b[sizeof(struct rl_rx_stream)];
+};
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 1);  // the loader sets --max-streams
+  __uint(max_entries, 1);
   __type(key, __u32);
-  __type(value, struct rl_rx_latency);
-} rx_latency SEC(".maps");
+  __type(value, struct rl_rx_stream_bytes);
+} rx_blank SEC(".maps");
 
 // barrier_var (bpf_helpers.h) hides a pointer from clang's loop optimisations:
 // without it clang turns `p + 8 > end` into arithmetic on pkt_end, which the
@@ -55,65 +65,6 @@ struct {
 static __always_inline __u64 be64_at(const __u8 *p) { return __builtin_bswap64(*(const __u64 *)p); }
 static __always_inline __u32 be32_at(const __u8 *p) { return __builtin_bswap32(*(const __u32 *)p); }
 static __always_inline __u16 be16_at(const __u8 *p) { return (__u16)(p[0] << 8 | p[1]); }
-
-static __always_inline void window_set(struct rl_rx_stream *s, __u64 seq) {
-  const __u64 slot = seq & (RL_WINDOW_BITS - 1);
-  s->window[(slot >> 6) & (RL_WINDOW_WORDS - 1)] |= 1ull << (slot & 63);
-}
-
-static __always_inline int window_test(const struct rl_rx_stream *s, __u64 seq) {
-  const __u64 slot = seq & (RL_WINDOW_BITS - 1);
-  return (s->window[(slot >> 6) & (RL_WINDOW_WORDS - 1)] >> (slot & 63)) & 1;
-}
-
-// Clears the bits of sequences [from, to), to - from <= RL_WINDOW_BITS: a
-// partial word, whole words, a partial word: at most RL_WINDOW_WORDS + 1 steps.
-static __always_inline void window_clear(struct rl_rx_stream *s, __u64 from, __u64 to) {
-  for (__u32 k = 0; k < RL_WINDOW_WORDS + 1; k++) {
-    if (from >= to) break;
-    const __u64 slot = from & (RL_WINDOW_BITS - 1);
-    const __u32 bit = slot & 63;
-    __u64 n = 64 - bit;
-    if (n > to - from) n = to - from;
-    const __u64 mask = n == 64 ? ~0ull : ((1ull << n) - 1) << bit;
-    s->window[(slot >> 6) & (RL_WINDOW_WORDS - 1)] &= ~mask;
-    from += n;
-  }
-}
-
-// stats::SequenceTracker::record, line for line.
-static __always_inline void sequence_record(struct rl_rx_stream *s, __u64 seq) {
-  s->received++;
-  if (seq >= s->highest_next) {
-    if (seq == ~0ull) {  // would wrap highest_next: only a forged header gets here
-      s->received--;
-      s->stale++;
-      return;
-    }
-    const __u64 advance = seq - s->highest_next + 1;
-    if (advance >= RL_WINDOW_BITS) {
-      window_clear(s, 0, RL_WINDOW_BITS);  // every bit (a plain loop would become a memset)
-    } else if (advance > 1) {
-      window_clear(s, s->highest_next, seq);
-    }
-    s->highest_next = seq + 1;
-    window_set(s, seq);
-    s->unique++;
-    return;
-  }
-  if (s->highest_next - seq > RL_WINDOW_BITS) {
-    s->received--;
-    s->stale++;
-    return;
-  }
-  if (window_test(s, seq)) {
-    s->duplicates++;
-    return;
-  }
-  window_set(s, seq);
-  s->unique++;
-  s->reordered++;
-}
 
 // wire::payload_checksum's share of words 4.. and of the zero-padded
 // partial last word, for a payload of plen bytes at pl. Its own BPF function
@@ -167,12 +118,44 @@ static __attribute__((noinline)) int pattern_share(const __u8 *pl, const void *e
   return 0;
 }
 
-// A payload of ours that failed its check: counted on its stream if the
-// stream id is in range (the id itself may be what was hit).
-static __always_inline void count_corrupt(struct rl_rx_totals *t, __u32 stream) {
+// The stream's entry, created on first sight; NULL when the table is full.
+// Two CPUs may create it at once: the second insert fails (it exists) and
+// both find the one entry.
+static __always_inline struct rl_rx_stream *stream_of(const struct rl_stream_key *key) {
+  struct rl_rx_stream *s = bpf_map_lookup_elem(&rx_streams, key);
+  if (s) return s;
+  __u32 zero = 0;
+  struct rl_rx_stream_bytes *blank = bpf_map_lookup_elem(&rx_blank, &zero);
+  if (!blank) return 0;
+  bpf_map_update_elem(&rx_streams, key, blank, BPF_NOEXIST);
+  return bpf_map_lookup_elem(&rx_streams, key);
+}
+
+// Who sent it, as net::SenderAddress and engine::StreamKey. l3 and udp lie
+// inside the frame (rl_find_udp); said again here for the verifier.
+static __always_inline int stream_key(struct rl_stream_key *k, const __u8 *l3, const __u8 *udp, const void *end,
+                                      __u32 ipv6, __u16 sender, __u16 stream) {
+  __builtin_memset(k, 0, sizeof *k);
+  if (ipv6) {
+    if ((void *)(l3 + 40) > end) return -1;
+    __builtin_memcpy(k->ip, l3 + 8, 16);
+  } else {
+    if ((void *)(l3 + 20) > end) return -1;
+    k->ip[10] = k->ip[11] = 0xff;
+    __builtin_memcpy(k->ip + 12, l3 + 12, 4);
+  }
+  if ((void *)(udp + 2) > end) return -1;
+  k->port_be = (__u16)(udp[0] | udp[1] << 8);  // the two bytes as they are: network order
+  k->sender = sender;
+  k->stream = stream;
+  return 0;
+}
+
+// A payload of ours that failed its check: counted on the stream its header
+// names (the header itself may be what was hit), when there is room for it.
+static __always_inline void count_corrupt(struct rl_rx_totals *t, const struct rl_stream_key *key) {
   t->corrupt++;
-  if (stream >= cfg.max_streams) return;
-  struct rl_rx_stream *s = bpf_map_lookup_elem(&rx_streams, &stream);
+  struct rl_rx_stream *s = stream_of(key);
   if (!s) return;
   bpf_spin_lock(&s->lock);
   s->corrupt++;
@@ -180,25 +163,22 @@ static __always_inline void count_corrupt(struct rl_rx_totals *t, __u32 stream) 
 }
 
 // A data packet that passed its checks: sequence window, latency, jitter.
-// stream_plen is stream << 32 | payload length; a short-form stamp (its low
-// 48 bits) is extended with this CPU's clock. A global BPF function: the
-// verifier checks it once, not once per path that reaches it (both header
-// forms do), and the caller's state after it is one state.
-__attribute__((noinline)) int count_data(__u64 stream_plen, __u64 seq, __u64 tx_ns, __u32 short_stamp) {
+// A short-form stamp (its low 48 bits) is extended with this CPU's clock. A
+// global BPF function: the verifier checks it once, not once per path that
+// reaches it (both header forms do), and the caller's state after it is one
+// state.
+__attribute__((noinline)) int count_data(const struct rl_stream_key *key, __u32 plen, __u64 seq, __u64 tx_ns,
+                                         __u32 short_stamp) {
   __u32 zero = 0;
   struct rl_rx_totals *t = bpf_map_lookup_elem(&rx_totals, &zero);
-  if (!t) return 0;
-  __u32 stream = (__u32)(stream_plen >> 32);
-  const __u32 plen = (__u32)stream_plen;
+  if (!t || !key) return 0;
   const __u64 now = bpf_ktime_get_ns();  // CLOCK_MONOTONIC, as the sender's stamp
   if (short_stamp) tx_ns = rl_extend_stamp48(tx_ns, now);
-  if (stream >= cfg.max_streams) {
+  struct rl_rx_stream *s = stream_of(key);
+  if (!s) {
     t->unknown_stream++;
     return 0;
   }
-  struct rl_rx_stream *s = bpf_map_lookup_elem(&rx_streams, &stream);
-  struct rl_rx_latency *lat = bpf_map_lookup_elem(&rx_latency, &stream);
-  if (!s || !lat) return 0;
   t->data++;
   t->payload_bytes += plen;
 
@@ -206,12 +186,13 @@ __attribute__((noinline)) int count_data(__u64 stream_plen, __u64 seq, __u64 tx_
   if (!(s->flags & RL_STREAM_SEEN) || !s->first_ns) s->first_ns = now;
   s->flags |= RL_STREAM_SEEN;
   sequence_record(s, seq);
+  withdraw_end_stories(s, seq);
   s->payload_bytes += plen;
   s->payload_len = plen;
   s->last_ns = now;
   if (now >= tx_ns) {
     const __u64 ns = now - tx_ns;
-    lat->buckets[rl_latency_index(ns) & (RL_LAT_BUCKETS - 1)]++;
+    s->lat_buckets[rl_latency_index(ns) & (RL_LAT_BUCKETS - 1)]++;
     if (!s->lat_samples || ns < s->lat_min) s->lat_min = ns;
     if (ns > s->lat_max) s->lat_max = ns;
     s->lat_samples++;
@@ -294,6 +275,8 @@ __attribute__((noinline)) int count_short(struct xdp_md *ctx, __u32 l3_off, __u3
   if (check == RL_CSUM_UNFILLED) t->udp_checksum_unfilled++;
   if ((void *)(pl + RL_SHORT_HEADER_BYTES) > end) goto malformed;  // (said again for the verifier)
   const __u32 stream = be16_at(pl + RL_OFF_SHORT_STREAM);
+  struct rl_stream_key key;
+  if (stream_key(&key, l3, udp, end, ipv6, be16_at(pl + RL_OFF_SHORT_SENDER), (__u16)stream)) goto malformed;
   const __u64 seq = (__u64)be16_at(pl + RL_OFF_SHORT_SEQ) << 32 | be32_at(pl + RL_OFF_SHORT_SEQ + 2);
   const __u64 tx48 = (__u64)be16_at(pl + RL_OFF_SHORT_TX_NS) << 32 | be32_at(pl + RL_OFF_SHORT_TX_NS + 2);
   const __u64 seed = rl_pattern_seed((__u16)stream, seq);
@@ -302,11 +285,11 @@ __attribute__((noinline)) int count_short(struct xdp_md *ctx, __u32 l3_off, __u3
     barrier_var(pl);
     if ((void *)(pl + j + 1) > end) goto malformed;
     if (pl[j] != rl_short_pad_byte(seed, j)) {
-      count_corrupt(t, stream);
+      count_corrupt(t, &key);
       return ours;
     }
   }
-  count_data((__u64)stream << 32 | plen, seq, tx48, 1);
+  count_data(&key, plen, seq, tx48, 1);
   return ours;
 malformed:
   t->malformed++;
@@ -326,7 +309,12 @@ int rateline_count(struct xdp_md *ctx) {
 
   // ---- Ethernet / VLAN / IP / UDP: net/udp_parse.bpf.h, as the steering program ----
   struct rl_udp_at at;
-  if (rl_find_udp(data, end, &at)) goto foreign;
+  const int found = rl_find_udp(data, end, &at);
+  if (found == RL_UDP_FRAGMENT) {
+    t->fragments++;  // to any port: a later fragment names none (the stack reassembles it)
+    return XDP_PASS;
+  }
+  if (found) goto foreign;
   __u8 *udp = (__u8 *)at.udp;
   if ((void *)(udp + 8) > end) goto foreign;  // (checked in rl_find_udp; said again for the verifier)
   if (at.udp->dest != cfg.port_be) goto foreign;
@@ -359,17 +347,15 @@ int rateline_count(struct xdp_md *ctx) {
   const __u64 seq = be64_at(pl + RL_OFF_SEQ);
   const __u64 tx_ns = be64_at(pl + RL_OFF_TX_NS);
   const __u32 stored_csum = be32_at(pl + RL_OFF_CSUM);
+  struct rl_stream_key key;
+  if (stream_key(&key, at.l3, udp, end, at.ipv6, be16_at(pl + RL_OFF_SENDER), (__u16)stream)) goto malformed;
   if (rl_fold32(acc) != stored_csum) {
-    count_corrupt(t, stream);
+    count_corrupt(t, &key);
     return ours;
   }
 
   if (kind == RL_KIND_END) {
     t->end_markers++;
-    if (stream >= cfg.max_streams) {
-      t->unknown_stream++;
-      return ours;
-    }
     const __u8 *q = pl + RL_HEADER_BYTES;
     if ((void *)(q + RL_END_BODY_BYTES) > end) goto malformed;
     struct rl_end_body body;
@@ -379,19 +365,19 @@ int rateline_count(struct xdp_md *ctx) {
     body.burst = be32_at(q + 24);
     body.stream_count = be16_at(q + 28);
     body.data_size = be16_at(q + 30);
-    struct rl_rx_stream *s = bpf_map_lookup_elem(&rx_streams, &stream);
-    if (!s) return ours;
-    bpf_spin_lock(&s->lock);
-    if (!(s->flags & RL_STREAM_ENDED)) {
-      s->end = body;
-      s->flags |= RL_STREAM_ENDED;
+    struct rl_rx_stream *s = stream_of(&key);
+    if (!s) {
+      t->unknown_stream++;
+      return ours;
     }
+    bpf_spin_lock(&s->lock);
+    weigh_end_marker(s, &body);
     s->flags |= RL_STREAM_SEEN;
     bpf_spin_unlock(&s->lock);
     return ours;
   }
 
-  count_data((__u64)stream << 32 | plen, seq, tx_ns, 0);
+  count_data(&key, plen, seq, tx_ns, 0);
   return ours;
 
 malformed:

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
+#include <memory>
+#include <tuple>
 
 #include "stats/latency.hpp"
 #include "stats/sequence_tracker.hpp"
@@ -26,7 +28,8 @@ static_assert(RL_LAT_SUB_BITS == stats::LatencyHistogram::kSubBits && RL_LAT_BUC
 static_assert(RL_MAX_PAYLOAD <= 65535 && RL_MAX_PAYLOAD % 8 == 0);
 static_assert(sizeof(rl_rx_config) == 16);
 static_assert(sizeof(rl_end_body) == 32);
-static_assert(sizeof(rl_rx_totals) == 10 * 8);
+static_assert(sizeof(rl_rx_totals) == 11 * 8);
+static_assert(sizeof(rl_stream_key) == 24);
 
 XdpRxProgram::XdpRxProgram(const XdpRxConfig& cfg) : cfg_(cfg) {
   if (cfg.max_streams > kMaxStreams)
@@ -40,11 +43,9 @@ XdpRxProgram::XdpRxProgram(const XdpRxConfig& cfg) : cfg_(cfg) {
   obj_ = std::make_unique<BpfObject>(kXdpRxObject, kXdpRxObject_size, "rateline_count");
   obj_->set_rodata(&rc, sizeof rc);
   obj_->set_max_entries("rx_streams", cfg.max_streams);
-  obj_->set_max_entries("rx_latency", cfg.max_streams);
   obj_->load();
   totals_fd_ = obj_->map_fd("rx_totals");
   streams_fd_ = obj_->map_fd("rx_streams");
-  latency_fd_ = obj_->map_fd("rx_latency");
   bpf_program* prog = bpf_object__find_program_by_name(obj_->get(), "rateline_count");
   link_ = bpf_program__attach_xdp(prog, cfg.iface.index);
   if (!link_) {
@@ -62,8 +63,6 @@ XdpRxProgram::~XdpRxProgram() {
 }
 
 engine::RxResult XdpRxProgram::read(bool with_latency) const {
-  // The in-kernel counter keys streams by the header's stream id alone: its
-  // rows carry no sender (address zero, sender id 0).
   engine::RxResult r;
   stats::RxCounters& c = r.counters;
 
@@ -82,52 +81,66 @@ engine::RxResult XdpRxProgram::read(bool with_latency) const {
       c.unknown_stream += t.unknown_stream;
       c.bad_udp_checksum += t.bad_udp_checksum;
       c.udp_checksum_unfilled += t.udp_checksum_unfilled;
+      c.fragments += t.fragments;
     }
   }
 
-  rl_rx_stream s;
-  rl_rx_latency lat;
-  for (uint32_t i = 0; i < cfg_.max_streams; ++i) {
-    if (bpf_map_lookup_elem_flags(streams_fd_, &i, &s, BPF_F_LOCK) != 0) continue;
-    if (!(s.flags & RL_STREAM_SEEN) && !s.corrupt) continue;
-    engine::RxStreamState& st = r.streams.emplace_back();
-    st.key.stream = static_cast<uint16_t>(i);
-    stats::SequenceCounts q;
-    q.received = s.received;
-    q.unique = s.unique;
-    q.duplicates = s.duplicates;
-    q.reordered = s.reordered;
-    q.stale = s.stale;
-    q.highest_next = s.highest_next;
-    st.seq.adopt(q);
-    st.payload_bytes = s.payload_bytes;
-    st.corrupt = s.corrupt;
-    st.clock_behind = s.clock_behind;
-    st.first_ns = s.first_ns;
-    st.last_ns = s.last_ns;
-    st.payload_len = s.payload_len;
-    st.seen = s.flags & RL_STREAM_SEEN;
-    st.ended = s.flags & RL_STREAM_ENDED;
-    st.end = {.total_sent = s.end.total_sent, .delay_ns = s.end.delay_ns, .count = s.end.count, .burst = s.end.burst,
-              .stream_count = s.end.stream_count, .data_size = s.end.data_size};
-    if (st.ended) {  // the kernel believed its first marker: one copy of evidence
-      st.markers.candidate[0] = st.end;
-      st.markers.votes[0] = 1;
-      st.markers.copies = 1;
-    }
-    st.jitter.adopt(static_cast<double>(s.jitter_x16) / 16.0);
-    if (with_latency && s.lat_samples && bpf_map_lookup_elem(latency_fd_, &i, &lat) == 0)
-      st.latency.merge_binned(lat.buckets, s.lat_sum, s.lat_min, s.lat_max);
-    if (st.seen) ++c.streams_seen;
-    if (st.ended) {
-      ++c.streams_ended;
-      c.stream_count = std::max<uint64_t>(c.stream_count, st.end.stream_count);
-    }
-    if (st.first_ns && (!c.first_ns || st.first_ns < c.first_ns)) c.first_ns = st.first_ns;
-    c.last_ns = std::max(c.last_ns, st.last_ns);
+  // Walks the hash by key. Streams are only ever added, never deleted, so a
+  // walk during the run sees every stream that existed when it began.
+  auto s = std::make_unique<rl_rx_stream>();  // 6 KiB: not on the stack
+  rl_stream_key key{}, next{};
+  for (bool first = true; bpf_map_get_next_key(streams_fd_, first ? nullptr : &key, &next) == 0; first = false) {
+    key = next;
+    if (bpf_map_lookup_elem_flags(streams_fd_, &key, s.get(), BPF_F_LOCK) != 0) continue;
+    add_stream(r, key, *s, with_latency);
   }
   engine::refresh_stream_sums(r, c);
   return r;
+}
+
+void XdpRxProgram::add_stream(engine::RxResult& r, const rl_stream_key& key, const rl_rx_stream& s,
+                              bool with_latency) {
+  stats::RxCounters& c = r.counters;
+  if (!(s.flags & RL_STREAM_SEEN) && !s.corrupt) return;
+  engine::RxStreamState& st = r.streams.emplace_back();
+  st.key.from.ip = std::to_array(key.ip);
+  st.key.from.port = ntohs(key.port_be);
+  st.key.sender = key.sender;
+  st.key.stream = key.stream;
+  stats::SequenceCounts q;
+  q.received = s.received;
+  q.unique = s.unique;
+  q.duplicates = s.duplicates;
+  q.reordered = s.reordered;
+  q.stale = s.stale;
+  q.highest_next = s.highest_next;
+  q.implausible = s.implausible + ((s.flags & RL_STREAM_PENDING) ? 1 : 0);  // SequenceTracker::counts()
+  st.seq.adopt(q);
+  st.payload_bytes = s.payload_bytes;
+  st.corrupt = s.corrupt;
+  st.clock_behind = s.clock_behind;
+  st.first_ns = s.first_ns;
+  st.last_ns = s.last_ns;
+  st.payload_len = s.payload_len;
+  st.seen = s.flags & RL_STREAM_SEEN;
+  for (int i = 0; i < 2; ++i) {
+    const rl_end_body& e = s.end_candidate[i];
+    st.markers.candidate[i] = {.total_sent = e.total_sent, .delay_ns = e.delay_ns, .count = e.count,
+                               .burst = e.burst, .stream_count = e.stream_count, .data_size = e.data_size};
+    st.markers.votes[i] = s.end_votes[i];
+  }
+  st.markers.copies = s.end_copies;
+  st.ended = s.flags & RL_STREAM_ENDED;
+  if (st.ended) st.end = st.markers.candidate[(s.flags & RL_STREAM_END_SECOND) ? 1 : 0];
+  st.jitter.adopt(static_cast<double>(s.jitter_x16) / 16.0);
+  if (with_latency && s.lat_samples) st.latency.merge_binned(s.lat_buckets, s.lat_sum, s.lat_min, s.lat_max);
+  if (st.seen) ++c.streams_seen;
+  if (st.ended) {
+    ++c.streams_ended;
+    c.stream_count = std::max<uint64_t>(c.stream_count, st.end.stream_count);
+  }
+  if (st.first_ns && (!c.first_ns || st.first_ns < c.first_ns)) c.first_ns = st.first_ns;
+  c.last_ns = std::max(c.last_ns, st.last_ns);
 }
 
 engine::RxResult XdpRxProgram::run(const engine::RxPlan& plan, stats::RxSnapshotRing& snapshots,
@@ -147,15 +160,15 @@ engine::RxResult XdpRxProgram::run(const engine::RxPlan& plan, stats::RxSnapshot
 }
 
 void lend_end_markers(const engine::RxResult& driver, std::vector<engine::RxResult>& app) {
-  // The driver layer keys by stream id; the sockets' streams also know their
-  // sender. A marker is lent to every socket stream of that id that has none.
+  // Both layers key a stream by its sender and id: a marker the driver layer
+  // believed is lent to the socket stream of that key when it has none.
   engine::RxResult lent;
   bool any = false;
   for (const engine::RxStreamState& d : driver.streams) {
     if (!d.ended) continue;
     for (const engine::RxResult& a : app)
       for (const engine::RxStreamState& st : a.streams) {
-        if (st.key.stream != d.key.stream || st.ended) continue;
+        if (!(st.key == d.key) || st.ended) continue;
         engine::RxStreamState& l = lent.streams.emplace_back();
         l.key = st.key;
         l.seen = true;
@@ -171,26 +184,39 @@ void lend_end_markers(const engine::RxResult& driver, std::vector<engine::RxResu
   app.push_back(std::move(lent));
 }
 
+namespace {
+
+// A stream's rows at both layers, by who sent it and its id (ordered: the
+// address text, then sender and stream ids).
+using LayerRows = std::map<std::tuple<std::string, uint16_t, uint16_t>, std::pair<uint64_t, uint64_t>>;
+
+LayerRows layer_rows(const report::RxSummary& driver, const report::RxSummary& app) {
+  LayerRows rows;
+  for (const report::StreamRow& r : driver.streams) rows[{r.key.from.text(), r.key.sender, r.key.stream}].first = r.unique;
+  for (const report::StreamRow& r : app.streams) rows[{r.key.from.text(), r.key.sender, r.key.stream}].second = r.unique;
+  return rows;
+}
+
+}  // namespace
+
 std::string layers_table(const report::RxSummary& driver, const report::RxSummary& app, const std::string& where) {
-  std::map<uint32_t, std::pair<uint64_t, uint64_t>> rows;  // stream -> (driver, application)
-  for (const report::StreamRow& r : driver.streams) rows[r.stream].first = r.unique;
-  for (const report::StreamRow& r : app.streams) rows[r.stream].second = r.unique;
+  const LayerRows rows = layer_rows(driver, app);  // stream -> (driver, application)
   std::string out;
   char line[256];
   std::snprintf(line, sizeof line, "layers: driver = XDP on %s, application = our sockets\n", where.c_str());
   out += line;
-  std::snprintf(line, sizeof line, "%8s %14s %14s %14s\n", "stream", "driver", "application", "difference");
+  std::snprintf(line, sizeof line, "%8s %-30s %14s %14s %14s\n", "stream", "from", "driver", "application", "difference");
   out += line;
   uint64_t td = 0, ta = 0;
-  for (const auto& [stream, v] : rows) {
-    std::snprintf(line, sizeof line, "%8u %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n", stream, v.first, v.second,
-                  v.first > v.second ? v.first - v.second : 0);
+  for (const auto& [key, v] : rows) {
+    std::snprintf(line, sizeof line, "%8u %-30s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n", std::get<2>(key),
+                  std::get<0>(key).c_str(), v.first, v.second, v.first > v.second ? v.first - v.second : 0);
     out += line;
     td += v.first;
     ta += v.second;
   }
   const uint64_t diff = td > ta ? td - ta : 0;
-  std::snprintf(line, sizeof line, "%8s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n", "total", td, ta, diff);
+  std::snprintf(line, sizeof line, "%8s %-30s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n", "total", "", td, ta, diff);
   out += line;
   // sk_drops counts every datagram a full buffer refused, end markers too.
   const uint64_t drops = app.totals.backend_drops;
@@ -204,13 +230,12 @@ std::string layers_table(const report::RxSummary& driver, const report::RxSummar
 }
 
 nlohmann::json layers_json(const report::RxSummary& driver, const report::RxSummary& app, bool ipv6) {
-  std::map<uint32_t, std::pair<uint64_t, uint64_t>> rows;
-  for (const report::StreamRow& r : driver.streams) rows[r.stream].first = r.unique;
-  for (const report::StreamRow& r : app.streams) rows[r.stream].second = r.unique;
+  const LayerRows rows = layer_rows(driver, app);
   nlohmann::json streams = nlohmann::json::array();
   uint64_t td = 0, ta = 0;
-  for (const auto& [stream, v] : rows) {
-    streams.push_back({{"stream", stream}, {"driver", v.first}, {"application", v.second},
+  for (const auto& [key, v] : rows) {
+    streams.push_back({{"stream", std::get<2>(key)}, {"from", std::get<0>(key)}, {"sender_id", std::get<1>(key)},
+                       {"driver", v.first}, {"application", v.second},
                        {"difference", v.first > v.second ? v.first - v.second : 0}});
     td += v.first;
     ta += v.second;

@@ -26,6 +26,8 @@
 #include "stats/counters.hpp"
 
 struct bpf_link;
+struct rl_stream_key;
+struct rl_rx_stream;
 
 namespace rateline::drivers {
 
@@ -67,8 +69,11 @@ class XdpRxProgram {
   XdpRxConfig cfg_;
   std::unique_ptr<BpfObject> obj_;
   bpf_link* link_ = nullptr;
-  int totals_fd_ = -1, streams_fd_ = -1, latency_fd_ = -1;
+  int totals_fd_ = -1, streams_fd_ = -1;
   std::string mode_;
+
+  // One stream of the map, in the engine's shape, added to r.
+  static void add_stream(engine::RxResult& r, const rl_stream_key& key, const rl_rx_stream& s, bool with_latency);
 };
 
 // --layers: the sender's totals are the same at both layers, so streams

@@ -215,7 +215,7 @@ struct rl_tx_xmit {
 struct rl_rx_config {
   rl_u16 port_be;       /* our UDP destination port, network order */
   rl_u16 pad;
-  rl_u32 max_streams;   /* entries of rx_streams / rx_latency */
+  rl_u32 max_streams;   /* entries of rx_streams: senders x streams */
   rl_u32 pass_counted;  /* rx --layers: pass our frames on after counting (else XDP_DROP) */
   rl_u32 max_payload;   /* rx --max-size: a longer UDP payload of ours is malformed, as on every receiver */
 };
@@ -229,9 +229,10 @@ struct rl_rx_totals {
   rl_u64 foreign;         /* not ours: not UDP to our port, or not our magic (passed on) */
   rl_u64 malformed;       /* our magic, bad header or length, or longer than RL_MAX_PAYLOAD */
   rl_u64 corrupt;         /* payload checksum mismatch */
-  rl_u64 unknown_stream;  /* stream id >= max_streams */
+  rl_u64 unknown_stream;  /* a new stream while rx_streams is full */
   rl_u64 bad_udp_checksum;       /* short form: UDP checksum wrong (dropped, as the kernel would) */
   rl_u64 udp_checksum_unfilled;  /* short form: checksum left for offload by a sender on this host */
+  rl_u64 fragments;       /* IP fragments (passed on: the stack reassembles them) */
 };
 
 struct rl_end_body {
@@ -244,14 +245,30 @@ struct rl_end_body {
 };
 
 #define RL_STREAM_SEEN 1u
-#define RL_STREAM_ENDED 2u
+#define RL_STREAM_ENDED 2u      /* a story is believed (engine::RxStreamState::ended) */
 #define RL_STREAM_HAVE_PREV 4u
+#define RL_STREAM_PENDING 8u     /* a far jump waits for confirmation (stats::SequenceTracker) */
+#define RL_STREAM_END_SECOND 16u /* the believed story is end_candidate[1] */
+
+/* rx_streams is a hash keyed as engine::StreamKey: who sent the stream
+ * (source address and port), the run's sender id, the stream id. Two
+ * pktgens into one receiver are two senders, and a stranger's datagram
+ * never lands in a stream it did not start. */
+struct rl_stream_key {
+  rl_u8 ip[16];    /* IPv6, or IPv4 as ::ffff:a.b.c.d (net::SenderAddress) */
+  rl_u16 port_be;  /* the sender's UDP source port, network order */
+  rl_u16 sender;   /* the header's sender id */
+  rl_u16 stream;   /* the header's stream id */
+  rl_u16 pad;      /* zero: hashed with the rest */
+};
 
 /* One entry per stream in rx_streams. Everything below `lock` is written
  * only while holding it: the CPUs that receive a stream take turns, so the
  * window and the counts are exact however RSS spreads the stream (and,
  * with one stream per RX queue, the lock is never contended). The fields
- * mirror stats::SequenceCounts and the per-stream part of engine::RxStreamState. */
+ * mirror stats::SequenceCounts and the per-stream part of engine::RxStreamState;
+ * the latency histogram (stats::LatencyHistogram buckets) is the last field,
+ * so that a packet costs one map lookup. */
 struct rl_rx_stream {
 #ifdef __cplusplus
   rl_u32 lock_space; /* struct bpf_spin_lock (one u32) */
@@ -265,6 +282,8 @@ struct rl_rx_stream {
   rl_u64 reordered;
   rl_u64 stale;
   rl_u64 highest_next;
+  rl_u64 implausible; /* lone far jumps, never confirmed */
+  rl_u64 pending;     /* the far jump held (RL_STREAM_PENDING) */
   rl_u64 payload_bytes;
   rl_u64 corrupt;
   rl_u64 clock_behind;
@@ -279,13 +298,13 @@ struct rl_rx_stream {
   rl_u64 jitter_x16;  /* jitter in ns, times 16 (fixed point: J += (|D| - J) / 16) */
   rl_u32 payload_len;
   rl_u32 pad;
-  struct rl_end_body end;
+  /* End markers are evidence (engine::EndEvidence): two candidate bodies
+   * with their votes (xdp_rx_track.h). */
+  struct rl_end_body end_candidate[2];
+  rl_u32 end_votes[2];
+  rl_u64 end_copies;  /* every marker that passed the checksum */
   rl_u64 window[RL_WINDOW_WORDS];  /* seen-bits, as stats::SequenceTracker */
-};
-
-/* rx_latency: one histogram per stream, updated under the stream's lock. */
-struct rl_rx_latency {
-  rl_u64 buckets[RL_LAT_BUCKETS];
+  rl_u64 lat_buckets[RL_LAT_BUCKETS];
 };
 
 #endif

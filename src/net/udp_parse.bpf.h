@@ -31,8 +31,10 @@ struct rl_udp_at {
   __u32 ipv6;          // 1 for IPv6
 };
 
-// 0 and *at filled when the frame carries a whole UDP header (not a
-// fragment); -1 for anything else.
+#define RL_UDP_FRAGMENT 1  // an IP fragment (net::ParseStatus::fragment): it may be ours, cut up on the way
+
+// 0 and *at filled when the frame carries a whole UDP header; RL_UDP_FRAGMENT
+// for an IP fragment whose header is whole; -1 for anything else.
 static __always_inline int rl_find_udp(void *data, void *end, struct rl_udp_at *at) {
   struct ethhdr *eth = (struct ethhdr *)data;
   if ((void *)(eth + 1) > end) return -1;
@@ -53,7 +55,11 @@ static __always_inline int rl_find_udp(void *data, void *end, struct rl_udp_at *
     struct iphdr *ip = (struct iphdr *)l3;
     if ((void *)(ip + 1) > end) return -1;
     if (ip->version != 4 || ip->ihl < 5) return -1;
-    if (ip->protocol != IPPROTO_UDP || (ip->frag_off & bpf_htons(0x3fff))) return -1;
+    if (ip->frag_off & bpf_htons(0x3fff)) {  // MF or an offset, whatever it carries (as the engine)
+      if ((void *)((__u8 *)ip + ip->ihl * 4) > end || bpf_ntohs(ip->tot_len) < ip->ihl * 4) return -1;
+      return RL_UDP_FRAGMENT;
+    }
+    if (ip->protocol != IPPROTO_UDP) return -1;
     udp = (__u8 *)ip + ip->ihl * 4;
     at->l3 = (__u8 *)ip;
     at->ipv6 = 0;
@@ -61,7 +67,9 @@ static __always_inline int rl_find_udp(void *data, void *end, struct rl_udp_at *
   } else if (proto == bpf_htons(ETH_P_IPV6)) {
     struct ipv6hdr *ip6 = (struct ipv6hdr *)l3;
     if ((void *)(ip6 + 1) > end) return -1;
-    if (ip6->version != 6 || ip6->nexthdr != IPPROTO_UDP) return -1;
+    if (ip6->version != 6) return -1;
+    if (ip6->nexthdr == 44) return RL_UDP_FRAGMENT;  // a fragment header first
+    if (ip6->nexthdr != IPPROTO_UDP) return -1;
     udp = (__u8 *)(ip6 + 1);
     at->l3 = (__u8 *)ip6;
     at->ipv6 = 1;

@@ -5,7 +5,8 @@ id), end markers claiming 5 and 10^15 packets and data with sequences
 2^64 - 2 and 10^12; and from other ports of the same host, a lone end marker
 claiming 2^64 - 1 and a prefill of the stream's own sequence numbers.
 
-On every userspace receiver (socket, uring, afpacket, afxdp) the real stream
+On every receiver (socket, uring, afpacket, afxdp, and xdp, whose counting
+runs in the kernel) the real stream
 must come out exact: received == pktgen sent, lost 0, duplicated 0, its
 believed total == what pktgen sent, the run not cut short by the forged
 marker (the prefill never ends, so --idle ends the run), and every forgery named: 2 implausible
@@ -25,7 +26,7 @@ PREFILL = 5000
 here = os.path.dirname(os.path.abspath(__file__))
 c = Checks("forgery")
 with tempfile.TemporaryDirectory() as tmp, Lab("f", subnet=12) as lab:
-    for backend in ("socket", "uring", "afpacket", "afxdp"):
+    for backend in ("socket", "uring", "afpacket", "afxdp", "xdp"):
         rx_json, tx_json = os.path.join(tmp, f"rx-{backend}.json"), os.path.join(tmp, f"tx-{backend}.json")
         rx = start_rx(lab, ["--backend", backend, "--device", lab.if_b, "--json", rx_json, "--quiet", "--idle", "2"])
         rx_before = lab.counter("b", "rx_packets")

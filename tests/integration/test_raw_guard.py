@@ -10,12 +10,12 @@ we measure. Per backend, while rx runs, side a sends 100 UDP datagrams of
 1500 B MTU), then a pktgen stream of 2000 packets:
 - side b's veth sends nothing at all (tx_packets delta 0: no ICMP);
 - the stack of side b reassembled the 100 datagrams (Ip ReasmOKs);
-- rx counts the stream exactly, and afpacket (which sees every frame) counts
-  the 300 fragments as fragments; the XDP programs of afxdp and xdp pass
-  fragments on to the stack, so there rx counts none.
+- rx counts the stream exactly and counts the 300 fragments as fragments
+  (afpacket sees every frame; the XDP programs of afxdp and xdp count them
+  and pass them on to the stack).
 Then 100 datagrams of our own, fragmented on the way, with end markers: a
-socket receives them whole; afpacket loses them all, and its drop ledger puts
-every one on its fragments line.
+socket receives them whole; the raw receivers lose them all, and their drop
+ledger puts every one on its fragments line.
 """
 import os
 import socket
@@ -76,12 +76,12 @@ with tempfile.TemporaryDirectory() as tmp, Lab("g", subnet=79) as lab:
         c.eq(f"{backend}: side b's veth sent nothing (no ICMP port unreachable)", lab.counter("b", "tx_packets") - before, 0)
         c.eq(f"{backend}: received, lost", (r["received"], r["lost"]), (N, 0))
         c.eq(f"{backend}: side b's stack reassembled every datagram", reasm, DATAGRAMS)
-        c.eq(f"{backend}: fragments rx counted", r["fragments"], 3 * DATAGRAMS if backend == "afpacket" else 0)
+        c.eq(f"{backend}: fragments rx counted", r["fragments"], 3 * DATAGRAMS)
 
     # Our own datagrams, fragmented on the way (3000 B payloads sent with fragmentation allowed), then
-    # three end markers claiming them: a socket receives them whole; afpacket sees only fragments, and
-    # its ledger puts every missing packet on the fragments line.
-    for backend in ("socket", "afpacket"):
+    # three end markers claiming them: a socket receives them whole; a raw receiver sees only fragments,
+    # and its ledger puts every missing packet on the fragments line.
+    for backend in ("socket", "afpacket", "afxdp", "xdp"):
         rx_json = os.path.join(tmp, f"rx-frag-{backend}.json")
         dev = ["--device", lab.if_b] if backend != "socket" else []
         rx = start_rx(lab, ["--backend", backend, *dev, "--json", rx_json, "--quiet"], ready_timeout=30)
@@ -96,10 +96,10 @@ with tempfile.TemporaryDirectory() as tmp, Lab("g", subnet=79) as lab:
             c.eq("fragmented socket: received whole, lost", (r["received"], r["lost"]), (DATAGRAMS, 0))
         else:
             lines = {x["layer"]: x["attributed"] for x in r["ledger"]["lines"]}
-            c.eq("fragmented afpacket: lost, fragments", (r["received"], r["lost"], r["fragments"]),
+            c.eq(f"fragmented {backend}: lost, fragments", (r["received"], r["lost"], r["fragments"]),
                  (0, DATAGRAMS, 3 * DATAGRAMS))
-            c.eq("fragmented afpacket: the ledger's fragments line holds them all, nothing unattributed",
+            c.eq(f"fragmented {backend}: the ledger's fragments line holds them all, nothing unattributed",
                  (lines.get("fragments"), r["ledger"]["unattributed"]), (DATAGRAMS, 0))
-            c.true("fragmented afpacket: the table says so", "fragments" in out, out[-600:])
+            c.true(f"fragmented {backend}: the table says so", "fragments" in out, out[-600:])
 
 c.done()

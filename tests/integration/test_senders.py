@@ -3,7 +3,8 @@
 
 - 2 and 4 pktgens (each run its own sender id; from two namespaces, from
   one, and from rx's own namespace over loopback) into one rx with 1 and 2
-  threads, on socket, uring and afpacket: every sender's received == its
+  threads, on socket, uring, afpacket and xdp (in-kernel counting, its
+  streams keyed by sender too): every sender's received == its
   sent, 0 duplicated, 0 lost, and the receiving interfaces' rx_packets
   (the independent observer) == all packets + end markers sent.
 - A sender restarted with the same source port is a second sender.
@@ -80,11 +81,12 @@ with tempfile.TemporaryDirectory() as tmp, Lab("s", subnet=13) as lab:
             before = sum(rx_packets(*l) for l in links)
             r, txs, rc, out = run_senders(lab, tmp, tag.replace(" ", "_").replace(",", ""), backend, threads, senders)
             check_exact(tag, r, txs, rc, sum(rx_packets(*l) for l in links) - before)
-    # AF_PACKET taps one interface: its senders share it.
-    for threads, n in ((1, 2), (2, 4)):
-        tag = f"afpacket x{threads}, {n} senders from one namespace"
+    # AF_PACKET and XDP tap one interface: their senders share it. (xdp's
+    # counting is the kernel's, on every CPU: it takes no --threads.)
+    for backend, threads, n in (("afpacket", 1, 2), ("afpacket", 2, 4), ("xdp", 1, 2), ("xdp", 1, 4)):
+        tag = f"{backend} x{threads}, {n} senders from one namespace"
         before = rx_packets(lab.ns_b, lab.if_b)
-        r, txs, rc, out = run_senders(lab, tmp, f"afpacket{threads}", "afpacket", threads,
+        r, txs, rc, out = run_senders(lab, tmp, f"{backend}{threads}-{n}", backend, threads,
                                       [(lab.ns_a, lab.ip_b, 1)] * n, device=lab.if_b)
         check_exact(tag, r, txs, rc, rx_packets(lab.ns_b, lab.if_b) - before)
     # The same host: pktgens in rx's own namespace, over loopback.

@@ -20,6 +20,7 @@ namespace {
 // lengths that agree with the IP header and the frame.
 struct BpfVerdict {
   bool ours = false;
+  bool fragment = false;  // counted as a fragment (rx's `fragments`), not as foreign
   uint32_t udp_off = 0, payload_len = 0;
 };
 
@@ -31,10 +32,12 @@ BpfVerdict bpf_parse(const std::vector<uint8_t>& frame) {
   if (!frame.empty()) std::memcpy(data, frame.data(), frame.size());  // an empty vector's data() may be null
   rl_udp_at at{};
   void* end = data + frame.size();
-  if (rl_find_udp(data, end, &at)) return {};
+  const int found = rl_find_udp(data, end, &at);
+  if (found == RL_UDP_FRAGMENT) return {.fragment = true};
+  if (found) return {};
   const uint32_t udp_len = ntohs(at.udp->len);
   if (udp_len < 8 || at.l4_limit > frame.size() || at.udp_off + udp_len > at.l4_limit) return {};
-  return {true, at.udp_off, udp_len - 8};
+  return {.ours = true, .udp_off = at.udp_off, .payload_len = udp_len - 8};
 }
 
 std::vector<uint8_t> udp_frame(bool ipv6, uint32_t payload) {
@@ -93,6 +96,15 @@ std::vector<Shape> shapes() {
   out.push_back({"IPv4 first fragment", frag});
   frag[14 + 6] = 0x00, frag[14 + 7] = 0x10;  // offset 16
   out.push_back({"IPv4 later fragment", frag});
+  std::vector<uint8_t> frag_opts = frag;  // a fragment with 4 bytes of options: IHL 6, cut at every length
+  const uint8_t nops[4] = {1, 1, 1, 0};
+  frag_opts.insert(frag_opts.begin() + 14 + 20, nops, nops + 4);
+  frag_opts[14] = 0x46;
+  frag_opts[14 + 3] = static_cast<uint8_t>(frag_opts[14 + 3] + 4);
+  out.push_back({"IPv4 fragment with options", frag_opts});
+  std::vector<uint8_t> frag6 = udp_frame(true, 40);
+  frag6[14 + 6] = 44;  // next header: a fragment header
+  out.push_back({"IPv6 fragment", frag6});
   std::vector<uint8_t> ihl4 = udp_frame(false, 40);
   ihl4[14] = 0x44;
   out.push_back({"IPv4 IHL 4", ihl4});
@@ -117,13 +129,14 @@ std::vector<Shape> shapes() {
 }
 
 TEST(UdpParseBpf, AgreesWithTheEngineOnEveryShapeAndTruncation) {
-  int ours = 0;
+  int ours = 0, fragments = 0;
   for (const Shape& s : shapes()) {
     for (size_t len = 0; len <= s.frame.size(); ++len) {
       std::vector<uint8_t> f(s.frame.begin(), s.frame.begin() + static_cast<std::ptrdiff_t>(len));
       const net::ParsedUdp p = net::parse_udp_frame(f);
       const BpfVerdict b = bpf_parse(f);  // a copy: the engine's parse above read f in place
       const bool engine_ours = p.status == net::ParseStatus::ok;
+      ASSERT_EQ(b.fragment, p.status == net::ParseStatus::fragment) << s.name << ", " << len << " of " << s.frame.size();
       ASSERT_EQ(b.ours, engine_ours) << s.name << ", " << len << " of " << s.frame.size() << " bytes; engine status "
                                      << static_cast<int>(p.status);
       if (b.ours) {
@@ -131,9 +144,11 @@ TEST(UdpParseBpf, AgreesWithTheEngineOnEveryShapeAndTruncation) {
         EXPECT_EQ(b.payload_len, p.payload_len) << s.name << ", " << len;
         ++ours;
       }
+      fragments += b.fragment;
     }
   }
   EXPECT_GT(ours, 10);  // the comparison saw frames both call ours
+  EXPECT_GT(fragments, 2);  // and fragments
 }
 
 }  // namespace
