@@ -47,8 +47,8 @@ class DpdkTx : public QueueTxBackend<DpdkTxQueue, DpdkTxConfig> {
   }
   std::optional<report::LinkInfo> link() const override { return port_.link(); }
   std::vector<std::string> start_lines() const override { return {port_.summary(), port_.eal_note()}; }
-  std::vector<std::string> end_lines() const override { return {"dpdk: " + dpdk_counters_text(port_.counters())}; }
-  void add_to_result(nlohmann::json& r) const override { r["dpdk"] = dpdk_counters_json(port_.counters(), port_); }
+  std::vector<std::string> end_lines() const override { return {"dpdk: " + report::port_counters_text(port_.counters())}; }
+  void add_to_result(nlohmann::json& r) const override { r["dpdk"] = report::port_counters_json(port_.counters(), port_.identity()); }
 
  private:
   DpdkPort port_;
@@ -70,10 +70,10 @@ class DpdkRx : public QueueRxBackend<DpdkRxQueue, DpdkRxConfig> {
   }
   // The port's own counters next to ours (imissed + rx_nombuf are the socket_drops column).
   std::string end_text(const report::RxSummary&) const override {
-    return "dpdk: " + dpdk_counters_text(port_.counters()) + "\n";
+    return "dpdk: " + report::port_counters_text(port_.counters()) + "\n";
   }
   void add_to_result(nlohmann::json& r, const report::RxSummary&) const override {
-    r["dpdk"] = dpdk_counters_json(port_.counters(), port_);
+    r["dpdk"] = report::port_counters_json(port_.counters(), port_.identity());
   }
 
  private:

@@ -368,8 +368,8 @@ DpdkRxConfig DpdkPort::rx_config(unsigned worker, uint32_t batch) const {
   return c;
 }
 
-DpdkCounters DpdkPort::counters() const {
-  DpdkCounters c;
+report::PortCounters DpdkPort::counters() const {
+  report::PortCounters c;
   rte_eth_stats st{};
   if (rte_eth_stats_get(port_, &st) == 0) {
     c.ipackets = st.ipackets;
@@ -390,26 +390,6 @@ DpdkCounters DpdkPort::counters() const {
     }
   }
   return c;
-}
-
-std::string dpdk_counters_text(const DpdkCounters& c) {
-  std::string t = "ipackets " + std::to_string(c.ipackets) + ", opackets " + std::to_string(c.opackets) + ", imissed " +
-                  std::to_string(c.imissed) + ", ierrors " + std::to_string(c.ierrors) + ", oerrors " +
-                  std::to_string(c.oerrors) + ", rx_nombuf " + std::to_string(c.rx_nombuf);
-  if (!c.xstats.empty()) {
-    t += "; xstats:";
-    for (size_t i = 0; i < c.xstats.size(); ++i)
-      t += (i ? ", " : " ") + c.xstats[i].first + " " + std::to_string(c.xstats[i].second);
-  }
-  return t;
-}
-
-nlohmann::json dpdk_counters_json(const DpdkCounters& c, const DpdkPort& port) {
-  nlohmann::json x = nlohmann::json::object();
-  for (const auto& [name, value] : c.xstats) x[name] = value;
-  return {{"port", port.name()}, {"port_id", port.id()}, {"driver", port.driver()}, {"ipackets", c.ipackets},
-          {"opackets", c.opackets}, {"imissed", c.imissed}, {"ierrors", c.ierrors}, {"oerrors", c.oerrors},
-          {"rx_nombuf", c.rx_nombuf}, {"xstats", x}};
 }
 
 }  // namespace rateline::drivers

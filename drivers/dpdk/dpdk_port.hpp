@@ -31,11 +31,10 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "dpdk/dpdk_queues.hpp"
 #include "net/frame.hpp"
 #include "report/link.hpp"
+#include "report/port_counters.hpp"
 
 namespace rateline::drivers {
 
@@ -54,11 +53,6 @@ struct DpdkPortConfig {
   std::optional<net::IpAddress> peer_ip;
 };
 
-struct DpdkCounters {
-  uint64_t ipackets = 0, opackets = 0, imissed = 0, ierrors = 0, oerrors = 0, rx_nombuf = 0;
-  std::vector<std::pair<std::string, uint64_t>> xstats;  // the PMD's extended counters, non-zero ones
-};
-
 class DpdkPort {
  public:
   explicit DpdkPort(const DpdkPortConfig& cfg);  // throws SetupError / BackendUnavailable
@@ -69,6 +63,7 @@ class DpdkPort {
   uint16_t id() const { return port_; }
   const std::string& name() const { return name_; }      // PCI address or vdev name
   const std::string& driver() const { return driver_; }  // net_tap, net_ixgbe...
+  report::PortIdentity identity() const { return {name_, port_, driver_}; }
   net::MacAddress mac() const { return mac_; }
   uint32_t mtu() const { return mtu_; }
   // The kernel interface the PMD rides on (net_tap, net_af_packet, net_af_xdp), "" if none.
@@ -85,7 +80,7 @@ class DpdkPort {
 
   DpdkTxConfig tx_config(unsigned worker) const;
   DpdkRxConfig rx_config(unsigned worker, uint32_t batch) const;
-  DpdkCounters counters() const;
+  report::PortCounters counters() const;
 
   // For the start-up lines: "port 0 net_tap0 (net_tap) 26:cb:..., 1 RX + 1 TX queue(s) x 1024/1024
   // descriptors, RSS off, mempool 8191 mbufs x 2176 B on socket 0"; and the memory/EAL line.
@@ -118,10 +113,5 @@ class DpdkPort {
 
 // The capabilities a DPDK run keeps after setup (the EAL's threads start with these).
 std::vector<int> dpdk_running_capabilities();
-
-// "ipackets 0, opackets 100003, imissed 0, ierrors 0, oerrors 0, rx_nombuf 0; xstats: tx_good_packets 100003, ..."
-std::string dpdk_counters_text(const DpdkCounters& c);
-// {"port", "driver", "ipackets", ..., "xstats": {name: value}} for the JSON result.
-nlohmann::json dpdk_counters_json(const DpdkCounters& c, const DpdkPort& port);
 
 }  // namespace rateline::drivers

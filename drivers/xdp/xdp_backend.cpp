@@ -9,6 +9,7 @@
 #include "util/privileges.hpp"
 #if RATELINE_HAVE_XDP
 #include "queue_backend.hpp"
+#include "report/layers.hpp"
 #include "socket/socket_backend.hpp"
 #include "socket/socket_queues.hpp"
 #include "util/clock.hpp"
@@ -98,10 +99,10 @@ class XdpRx : public RxBackend {
     lend_end_markers(driver_layer_, results);
   }
   std::string end_text(const report::RxSummary& app) const override {
-    return o_.layers ? layers_table(report::summarize({driver_layer_}, o_.expect), app, o_.iface.name) : "";
+    return o_.layers ? report::layers_table(report::summarize({driver_layer_}, o_.expect), app, o_.iface.name) : "";
   }
   void add_to_result(nlohmann::json& r, const report::RxSummary& app) const override {
-    if (o_.layers) r["layers"] = layers_json(report::summarize({driver_layer_}, o_.expect), app, o_.ipv6);
+    if (o_.layers) r["layers"] = report::layers_json(report::summarize({driver_layer_}, o_.expect), app, o_.ipv6);
   }
 
  private:

@@ -8,7 +8,7 @@
 // (src/report/rx_summary.cpp) is the same as for every backend.
 //
 // rx --layers: the program counts our frames and passes them on; the socket
-// path counts them again; layers_table() shows per stream what reached the
+// path counts them again; report::layers_table() shows per stream what reached the
 // driver, what reached the application, and the difference.
 #pragma once
 
@@ -18,11 +18,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "engine/rx_loop.hpp"
 #include "net/iface.hpp"
-#include "report/rx_summary.hpp"
 #include "stats/counters.hpp"
 
 struct bpf_link;
@@ -81,10 +78,5 @@ class XdpRxProgram {
 // overflowing buffer) borrow them from the driver layer: the application
 // layer's loss stays exact. Adds one result that carries only end markers.
 void lend_end_markers(const engine::RxResult& driver, std::vector<engine::RxResult>& app);
-
-// Per stream: received at the driver, at the application, the difference;
-// and how much of it the sockets' own drop counter explains.
-std::string layers_table(const report::RxSummary& driver, const report::RxSummary& app, const std::string& where);
-nlohmann::json layers_json(const report::RxSummary& driver, const report::RxSummary& app, bool ipv6);
 
 }  // namespace rateline::drivers
