@@ -7,6 +7,7 @@
 
 #include "net/pcap_file.hpp"
 #include "util/clock.hpp"
+#include "wire/decode.hpp"
 #include "wire/test_payload.hpp"
 
 namespace rateline::drivers {

@@ -13,6 +13,7 @@
 #include "util/clock.hpp"
 #include "util/errors.hpp"
 #include "util/owned.hpp"
+#include "wire/decode.hpp"
 #include "wire/test_payload.hpp"
 
 namespace rateline::drivers {

@@ -29,6 +29,7 @@
 #include "stats/latency.hpp"
 #include "stats/sequence_tracker.hpp"
 #include "util/clock.hpp"
+#include "wire/decode.hpp"
 #include "wire/test_payload.hpp"
 
 namespace rateline::engine {

@@ -12,6 +12,7 @@
 #include <span>
 
 #include "net/frame.hpp"
+#include "wire/decode.hpp"
 #include "wire/test_payload.hpp"
 
 using namespace rateline;

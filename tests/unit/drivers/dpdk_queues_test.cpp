@@ -20,6 +20,7 @@
 #include "engine/tx_loop.hpp"
 #include "net/frame.hpp"
 #include "report/rx_summary.hpp"
+#include "wire/decode.hpp"
 #include "wire/test_payload.hpp"
 
 namespace {

@@ -10,6 +10,7 @@
 #include "engine/tx_loop.hpp"
 #include "null/null_queues.hpp"
 #include "socket/udp_socket.hpp"
+#include "wire/decode.hpp"
 #include "wire/test_payload.hpp"
 
 namespace {

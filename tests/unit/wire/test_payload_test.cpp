@@ -1,5 +1,6 @@
 // Test payload format (src/wire/test_payload.hpp): sender's closed-form
 // checksum vs receiver's full computation, corruption detection, decoding.
+#include "wire/decode.hpp"
 #include "wire/test_payload.hpp"
 
 #include <gtest/gtest.h>

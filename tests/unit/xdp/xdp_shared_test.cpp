@@ -8,6 +8,7 @@
 #include "net/checksum.hpp"
 #include "stats/latency.hpp"
 #include "stats/sequence_tracker.hpp"
+#include "wire/decode.hpp"
 #include "wire/test_payload.hpp"
 #include "xdp/xdp_shared.h"
 
