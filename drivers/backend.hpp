@@ -119,6 +119,7 @@ struct RxOptions {
   uint32_t max_streams = 256;
   uint64_t expect = 0;                // --count: packets expected (0 = learn from end markers)
   bool layers = false;                // --layers: count at the driver and again at the sockets
+  bool reflect = false;               // --reflect: the receive queues send replies (rx_reflects backends)
   unsigned threads = 1;
   std::vector<std::string> eal_args;
   topo::Placement placement;

@@ -41,6 +41,7 @@ Run set_up(const Config& cfg) {
   o.batch = cfg.batch;
   o.rcvbuf_bytes = cfg.rcvbuf_bytes;
   o.max_streams = cfg.max_streams;
+  o.reflect = cfg.reflect_every != 0;
   o.expect = cfg.expect;
   o.layers = cfg.layers;
   o.threads = cfg.threads;

@@ -149,7 +149,7 @@ void AfPacketTxQueue::flush() {
   }
 }
 
-AfPacketRxQueue::AfPacketRxQueue(const RawRxConfig& cfg) : timeout_ms_(cfg.poll_timeout_ms), reflect_(cfg.batch) {
+AfPacketRxQueue::AfPacketRxQueue(const RawRxConfig& cfg) : timeout_ms_(cfg.poll_timeout_ms), reflector_(cfg.batch) {
   fd_ = open_packet_socket(htons(ETH_P_ALL));
   set_packet_opt(fd_.get(), PACKET_VERSION, TPACKET_V3, "TPACKET_V3");
 #ifdef PACKET_IGNORE_OUTGOING
@@ -248,21 +248,7 @@ void AfPacketRxQueue::release() {
 }
 
 engine::ReflectResult AfPacketRxQueue::reflect(std::span<const uint32_t> picks) {
-  size_t total = 0;
-  for (uint32_t i : picks) total += frames_[i].len;
-  if (reflect_bytes_.size() < total) reflect_bytes_.resize(total);
-  size_t at = 0, count = 0;
-  for (uint32_t i : picks) {
-    uint8_t* reply = reflect_bytes_.data() + at;
-    std::memcpy(reply, frames_[i].data, frames_[i].len);
-    const std::span<uint8_t> frame(reply, frames_[i].len);
-    const net::ParsedUdp p = net::parse_udp_frame(frame);
-    if (p.status != net::ParseStatus::ok) continue;  // cannot happen: only checked data packets are picked
-    net::reflect_udp_frame(frame, p);
-    reflect_.set(count++, reply, frames_[i].len, nullptr, 0);  // the socket is bound to the interface
-    at += frames_[i].len;
-  }
-  return reflect_.send(fd_.get(), count);
+  return reflector_.reflect(fd_.get(), frames_, picks);
 }
 
 uint64_t AfPacketRxQueue::drops() {

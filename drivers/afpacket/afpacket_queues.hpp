@@ -23,6 +23,7 @@
 #include "engine/queue.hpp"
 #include "net/iface.hpp"
 #include "socket/port_guard.hpp"
+#include "afpacket/frame_reflector.hpp"
 #include "socket/udp_socket.hpp"
 #include "util/owned.hpp"
 
@@ -111,8 +112,7 @@ class AfPacketRxQueue {
   std::vector<engine::RxFrame> frames_;
   int timeout_ms_ = 100;
   uint64_t drops_ = 0;
-  std::vector<uint8_t> reflect_bytes_;  // the replies being built; grows to the largest batch of them, once
-  ReflectBatch reflect_;
+  FrameReflector reflector_;
 };
 
 }  // namespace rateline::drivers

@@ -35,7 +35,8 @@ class AfXdpRx : public QueueRxBackend<AfXdpRxQueue, XskConfig> {
         steer_(o.iface.index, o.iface.name, o.port),
         guard_(o.port, o.ipv6),
         iface_(o.iface),
-        batch_(o.batch) {}
+        batch_(o.batch),
+        reflect_(o.reflect) {}
   std::vector<std::string> buffer_lines(const RxWorkerInfo&) const override {
     const XskConfig c = config(0);
     return {"receive buffer: AF_XDP UMEM of " + std::to_string(c.frames) + " x " + std::to_string(c.frame_bytes) +
@@ -50,6 +51,7 @@ class AfXdpRx : public QueueRxBackend<AfXdpRxQueue, XskConfig> {
   XskConfig config(unsigned i) const {
     XskConfig c = xsk_config(iface_, i, batch_);
     c.xsk_map_fd = steer_.xsk_map_fd();
+    c.reflect = reflect_;
     return c;
   }
   XdpSteerProgram steer_;
@@ -58,6 +60,7 @@ class AfXdpRx : public QueueRxBackend<AfXdpRxQueue, XskConfig> {
   PortGuard guard_;
   net::Interface iface_;
   uint32_t batch_;
+  bool reflect_;
 };
 
 }  // namespace
@@ -96,6 +99,7 @@ extern const BackendDescriptor afxdp_backend = {
     .cleanup = nullptr,
 #endif
     .replays = true,
+    .rx_reflects = true,
     .tx_rtt = true,
 };
 

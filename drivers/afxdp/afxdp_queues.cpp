@@ -161,7 +161,10 @@ void AfXdpTxQueue::flush() {
 }
 
 AfXdpRxQueue::AfXdpRxQueue(const XskConfig& cfg)
-    : umem_(cfg.frames, cfg.frame_bytes, cfg.frames, XSK_RING_CONS__DEFAULT_NUM_DESCS), timeout_ms_(cfg.poll_timeout_ms) {
+    : umem_(cfg.frames, cfg.frame_bytes, cfg.frames, XSK_RING_CONS__DEFAULT_NUM_DESCS),
+      timeout_ms_(cfg.poll_timeout_ms),
+      reflector_(cfg.batch) {
+  if (cfg.reflect) reply_fd_ = open_send_only_packet_socket(cfg.iface);
   xsk_ = create_socket(cfg, umem_, &rx_, nullptr, mode_);
   fd_ = xsk_socket__fd(xsk_);
   // Every frame starts in the fill ring: the kernel may use any of them.

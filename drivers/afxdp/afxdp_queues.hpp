@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "afpacket/frame_reflector.hpp"
 #include "engine/queue.hpp"
 #include "net/iface.hpp"
 #include "util/owned.hpp"
@@ -33,6 +34,7 @@ struct XskConfig {
   uint32_t frame_bytes = 4096;   // one frame holds one packet
   int xsk_map_fd = -1;           // RX: the steering program's map
   int poll_timeout_ms = 100;
+  bool reflect = false;          // RX: rx --reflect, replies go out through a packet socket
 };
 
 // The UMEM area and its rings, shared by the TX and RX queue classes.
@@ -99,6 +101,11 @@ class AfXdpRxQueue {
   void release();
   uint64_t drops();
   const std::string& mode() const { return mode_; }
+  // rx --reflect: the picked frames of the last poll(), turned into their
+  // replies, out of the interface (afpacket/frame_reflector.hpp).
+  engine::ReflectResult reflect(std::span<const uint32_t> picks) {
+    return reflector_.reflect(reply_fd_.get(), frames_, picks);
+  }
 
  private:
   Umem umem_;
@@ -110,6 +117,8 @@ class AfXdpRxQueue {
   uint32_t handed_out_ = 0;
   int timeout_ms_ = 100;
   std::string mode_;
+  OwnedFd reply_fd_;  // opened at setup (CAP_NET_RAW), when reflecting
+  FrameReflector reflector_;
 };
 
 }  // namespace rateline::drivers

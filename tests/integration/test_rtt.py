@@ -20,7 +20,7 @@ same time. Their workers are pinned to the two cores apart (unpinned on a
    no one-way latency, and the round trip is still measured, in range;
 6. on uring, afpacket and afxdp senders (replies read by a socket bound to
    the frames' source port) too, afxdp's one-way latency as small, rx
-   afpacket as the reflector (frames with swapped ends), and the usage errors exit 2 (--reflect on a backend that
+   afpacket and afxdp as the reflector (frames with swapped ends), and the usage errors exit 2 (--reflect on a backend that
    cannot send back, --reflect-every without --reflect, --rtt on DPDK).
 """
 import os
@@ -173,6 +173,11 @@ with tempfile.TemporaryDirectory() as tmp, Lab("t", subnet=77) as lab:
     c.eq("rx afpacket: replies = reflected = captured, all of them",
          (t["rtt"]["replies"], r["reflected"], captured), (20_000, 20_000, 20_000))
 
+    # afxdp reflects through a send-only packet socket on the interface it receives on.
+    t, r, captured, ping, out, _ = run(lab, tmp, "rx-afxdp", rx_backend="afxdp", count=20_000)
+    c.eq("rx afxdp: replies = reflected = captured, all of them",
+         (t["rtt"]["replies"], r["reflected"], captured), (20_000, 20_000, 20_000))
+
     t, r, captured, ping, out, _ = run(lab, tmp, "afpacket", tx_extra=("--dst-mac", lab.mac(lab.ns_b, lab.if_b)),
                                        backend="afpacket", count=20_000)
     c.eq("afpacket: replies = reflected = captured, all of them",
@@ -203,7 +208,7 @@ with tempfile.TemporaryDirectory() as tmp, Lab("t", subnet=77) as lab:
                  ping[0] / 4 <= p50 <= ping[1] * 4)
     c.eq("afxdp: rx's one-way latency says the same (p99 under 10 ms)", (r["latency_ns"] or {}).get("p99", 10**9) < 10**7, True)
 
-    for args, want, tag in ((["--backend", "afxdp", "--device", lab.if_b, "--reflect"], "cannot send packets back", "rx afxdp --reflect"),
+    for args, want, tag in ((["--backend", "xdp", "--device", lab.if_b, "--reflect"], "cannot send packets back", "rx xdp --reflect"),
                             (["--reflect-every", "5"], "--reflect-every needs --reflect", "rx --reflect-every alone")):
         p = subprocess.run(["ip", "netns", "exec", lab.ns_b, RX, *args], capture_output=True, text=True, timeout=30)
         c.eq(f"{tag}: exit 2", p.returncode, 2)
