@@ -110,6 +110,7 @@ class TxBackend {
 struct RxOptions {
   SocketAddress bind;
   uint16_t port = 9000;
+  uint16_t port_count = 1;            // --port A-B: ports port .. port + port_count - 1 (raw receivers)
   bool ipv6 = false;
   std::string device;                 // --device as given
   net::Interface iface;               // the interface raw backends tap (when known)

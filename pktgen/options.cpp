@@ -190,7 +190,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
   std::string burst = "100", delay = "0", count, duration, size = "1400", rate, rate_layer = "payload";
   std::string weights, size_layer = "payload";
   bool imix = false;
-  std::string src_ports, flows_random, batch = "32", sndbuf, end_markers = "3";
+  std::string dst_ports = "9000", src_ports, flows_random, batch = "32", sndbuf, end_markers = "3";
   std::string dst, vlan;
   app.add_option("-b,--burst", burst, "packets per burst (udp_bench b)")->capture_default_str();
   app.add_option("-t,--delay", delay, "wait between bursts (udp_bench t): ms by default, or 250us, 1.5ms, 2s, 0")
@@ -212,7 +212,8 @@ int parse_options(int argc, char** argv, Config& cfg) {
       ->capture_default_str();
   app.add_option("--dst,--dst-ip", dst, "destination IPv4/IPv6 address (default 127.0.0.1, ::1 with --ipv6), or a "
                  "range 10.0.0.1-10.0.0.8: one flow, and one stream, per address");
-  app.add_option("-p,--port", cfg.port, "destination UDP port")->capture_default_str()->check(CLI::Range(1, 65535));
+  app.add_option("-p,--port,--dst-port", dst_ports, "destination UDP port, or a range (9000-9003): one flow per port")
+      ->capture_default_str();
   app.add_option("--src-port", src_ports, "source port or range (5000-5007): one flow, and one stream, per port");
   app.add_option("--flows-random", flows_random,
                  "SEED: each round of flow turns (one batch per flow) in a random order drawn from SEED; the flows "
@@ -385,15 +386,18 @@ int parse_options(int argc, char** argv, Config& cfg) {
       }
     }
     if (!src_ports.empty()) cfg.src_ports = convert("--src-port", [&] { return units::parse_port_range(src_ports); });
+    const units::PortRange ports = convert("--port", [&] { return units::parse_port_range(dst_ports); });
+    cfg.port = ports.first;
+    if (ports.count() > 1) cfg.dst_ports = ports;
     if (cfg.has_flow_ranges()) {
       const uint64_t flows = cfg.flow_count();
       if (flows > kMaxFlows)
-        throw cli::UsageError("--src-port, --src-ip and --dst ranges make " + std::to_string(flows) +
-                              " flows (one per port x source x destination): at most " + std::to_string(kMaxFlows));
+        throw cli::UsageError("--src-port, --src-ip, --port and --dst ranges make " + std::to_string(flows) +
+                              " flows (one per port x source x port x destination): at most " + std::to_string(kMaxFlows));
       if (flows < cfg.threads)
         throw cli::UsageError(std::to_string(flows) + " flows for " + std::to_string(cfg.threads) +
                               " threads: give each thread at least one flow (a longer --src-port, --src-ip or --dst range)");
-      if (!cfg.replay_path.empty() && (cfg.src_range || cfg.dst_range.count > 1))
+      if (!cfg.replay_path.empty() && (cfg.src_range || cfg.dst_range.count > 1 || cfg.dst_ports))
         throw cli::UsageError("--replay sends the capture's frames byte for byte: drop the address ranges");
     }
     if (!flows_random.empty()) {

@@ -35,6 +35,7 @@ struct Config {
   net::IpRange dst_range;         // --dst as given: one address or a range, one flow per address
   uint16_t port = 9000;
   std::optional<units::PortRange> src_ports;
+  std::optional<units::PortRange> dst_ports;  // --port A-B: a range of destination ports (port = its first)
   std::optional<uint64_t> flows_random_seed;  // --flows-random: flow turns in a random order per round
   bool ipv6 = false;
   unsigned threads = 1;
@@ -72,11 +73,12 @@ struct Config {
   std::vector<Port> port_set;
   std::string port_device;  // one port's copy of a port set's config: its device ("" outside a set)
 
-  // Flows: one per source port x source address x destination address.
+  // Flows: one per source port x source address x destination port x destination address.
   uint64_t flow_count() const {
-    return uint64_t{src_ports ? src_ports->count() : 1} * (src_range ? src_range->count : 1) * dst_range.count;
+    return uint64_t{src_ports ? src_ports->count() : 1} * (src_range ? src_range->count : 1) *
+           (dst_ports ? dst_ports->count() : 1) * dst_range.count;
   }
-  bool has_flow_ranges() const { return src_ports || src_range || dst_range.count > 1; }
+  bool has_flow_ranges() const { return src_ports || src_range || dst_ports || dst_range.count > 1; }
 
   // A packet of `payload` bytes at each layer, VLAN tags included.
   net::FrameSizes frame_sizes(uint32_t payload) const {

@@ -74,6 +74,7 @@ std::string flows_text(const Config& cfg) {
     t += "source ports " + std::to_string(cfg.src_ports->first) +
          (cfg.src_ports->count() > 1 ? "-" + std::to_string(cfg.src_ports->last) : "") + " x ";
   if (cfg.src_range) t += "source " + cfg.src_range->text() + " x ";
+  if (cfg.dst_ports) t += "destination ports " + std::to_string(cfg.dst_ports->first) + "-" + std::to_string(cfg.dst_ports->last) + " x ";
   return t + "destination " + cfg.dst_range.text();
 }
 
@@ -81,6 +82,7 @@ nlohmann::json flows_json(const Config& cfg) {
   return {{"count", cfg.has_flow_ranges() ? cfg.flow_count() : cfg.threads},
           {"src_ports", cfg.src_ports ? nlohmann::json({cfg.src_ports->first, cfg.src_ports->last}) : nlohmann::json(nullptr)},
           {"src_ips", cfg.src_range ? nlohmann::json(cfg.src_range->text()) : nlohmann::json(nullptr)},
+          {"dst_ports", cfg.dst_ports ? nlohmann::json({cfg.dst_ports->first, cfg.dst_ports->last}) : nlohmann::json(nullptr)},
           {"dst_ips", cfg.dst_range.count > 1 ? nlohmann::json(cfg.dst_range.text()) : nlohmann::json(nullptr)}};
 }
 

@@ -123,23 +123,30 @@ struct FlowAddress {
   uint16_t src_port = 0;  // 0: the kernel's choice (sockets), 40000 + flow (frames)
   net::IpAddress src;     // used with a --src-ip range only
   net::IpAddress dst;     // used with a --dst range only
+  uint16_t dst_port = 0;  // --port
 };
 
-// Every flow's addresses, source port varying fastest. Without any range:
-// one flow per worker, all to --dst.
+// Every flow's addresses: source port varying fastest, then source address,
+// destination port, destination address. Without any range: one flow per
+// worker, all to --dst --port.
 std::vector<FlowAddress> flow_addresses(const Config& cfg) {
   std::vector<FlowAddress> flows;
   if (!cfg.has_flow_ranges()) {
-    flows.assign(cfg.threads, FlowAddress{});
+    FlowAddress one;
+    one.dst_port = cfg.port;
+    flows.assign(cfg.threads, one);
     return flows;
   }
   const uint32_t ports = cfg.src_ports ? cfg.src_ports->count() : 1;
   const uint32_t sources = cfg.src_range ? cfg.src_range->count : 1;
+  const uint32_t dst_ports = cfg.dst_ports ? cfg.dst_ports->count() : 1;
   for (uint32_t d = 0; d < cfg.dst_range.count; ++d)
-    for (uint32_t s = 0; s < sources; ++s)
-      for (uint32_t p = 0; p < ports; ++p)
-        flows.push_back({static_cast<uint16_t>(cfg.src_ports ? cfg.src_ports->first + p : 0),
-                         cfg.src_range ? cfg.src_range->at(s) : net::IpAddress{}, cfg.dst_range.at(d)});
+    for (uint32_t q = 0; q < dst_ports; ++q)
+      for (uint32_t s = 0; s < sources; ++s)
+        for (uint32_t p = 0; p < ports; ++p)
+          flows.push_back({static_cast<uint16_t>(cfg.src_ports ? cfg.src_ports->first + p : 0),
+                           cfg.src_range ? cfg.src_range->at(s) : net::IpAddress{}, cfg.dst_range.at(d),
+                           static_cast<uint16_t>(cfg.port + q)});
   return flows;
 }
 
@@ -214,7 +221,8 @@ Run set_up(const Config& cfg) {
   // (a restarted pktgen is a new sender, not a storm of duplicates).
   run.sender_id = draw_sender_id();
   if (cfg.rtt) {
-    run.replies = std::make_unique<drivers::ReplyListener>(run.sender_id, cfg.port, o.slot_bytes);
+    run.replies = std::make_unique<drivers::ReplyListener>(run.sender_id, cfg.port, o.slot_bytes,
+                                                           cfg.dst_ports ? cfg.dst_ports->count() : 1);
     if (!desc.frames) o.replies = run.replies.get();  // the workers' sockets, adopted as they open
   }
   run.backend = desc.open_tx(o);
@@ -235,7 +243,9 @@ Run set_up(const Config& cfg) {
       flow.stream = static_cast<uint16_t>(f);
       flow.queue_flow = static_cast<uint16_t>(w->queue.src_ports.size());
       w->queue.src_ports.push_back(flows[f].src_port);
-      if (cfg.dst_range.count > 1) w->queue.dsts.push_back(drivers::make_address(net::ip_text(flows[f].dst), cfg.port));
+      if (cfg.dst_range.count > 1 || cfg.dst_ports)
+        w->queue.dsts.push_back(drivers::make_address(cfg.dst_range.count > 1 ? net::ip_text(flows[f].dst) : cfg.dst,
+                                                      flows[f].dst_port));
       if (desc.frames) {
         net::UdpEndpoints ep = path.endpoints;
         // Frames bind no socket: an unset source port gets a fixed one per stream.
@@ -243,6 +253,7 @@ Run set_up(const Config& cfg) {
         if (cfg.src_range) ep.src_ip = flows[f].src;
         // Every destination of a range goes to --dst's next hop (one --dst-mac).
         if (cfg.dst_range.count > 1) ep.dst_ip = flows[f].dst;
+        ep.dst_port = flows[f].dst_port;
         ep.vlan_tags = static_cast<uint8_t>(cfg.vlan_tci.size());
         std::copy(cfg.vlan_tci.begin(), cfg.vlan_tci.end(), ep.vlan_tci.begin());
         flow.headers_len = static_cast<uint32_t>(net::build_udp_headers(flow.headers, ep, cfg.size));

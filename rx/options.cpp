@@ -33,6 +33,9 @@ uint64_t mem_available_bytes() {
 
 namespace {
 
+// The longest --port range: each port of it is held by a guard socket.
+constexpr uint64_t kMaxPortRange = 1024;
+
 // Why a receiver cannot be one port of a set ("" when it can).
 std::string port_set_refusal(const std::string& backend, bool frames) {
   if (frames) return "";
@@ -44,13 +47,14 @@ std::string port_set_refusal(const std::string& backend, bool frames) {
 
 int parse_options(int argc, char** argv, Config& cfg) {
   CLI::App app{"rx: receive a pktgen stream, check every packet, count what arrived and what was missed", "rx"};
-  std::string count, rcvbuf = "4M", idle = "10", duration, max_size = "9000", max_streams = "256", batch = "64", pcap_max = "1000";
+  std::string port = "9000", count, rcvbuf = "4M", idle = "10", duration, max_size = "9000", max_streams = "256", batch = "64", pcap_max = "1000";
   auto* count_opt = app.add_option("-n,--count", count,
                                    "count packets (the default mode); with a value N, expect N packets: stop once N "
                                    "arrived and count N minus received as lost when no end marker came");
   count_opt->expected(0, 1);
   app.add_option("--bind", cfg.bind, "local address to receive on (default 0.0.0.0, :: with --ipv6)");
-  app.add_option("-p,--port", cfg.port, "UDP port")->capture_default_str()->check(CLI::Range(1, 65535));
+  app.add_option("-p,--port", port, "UDP port, or a range 9000-9003 (raw receivers: a flow per port, as pktgen --port sends)")
+      ->capture_default_str();
   app.add_flag("-6,--ipv6", cfg.ipv6, "receive on IPv6 (and IPv4-mapped)");
   app.add_option("--threads", cfg.threads, "receiving workers (one SO_REUSEPORT socket each)")
       ->capture_default_str()
@@ -151,6 +155,13 @@ int parse_options(int argc, char** argv, Config& cfg) {
                             std::to_string(cfg.max_streams) + " may need " +
                             std::to_string(cfg.stream_state_bytes >> 20) + " MiB of stream state; this host has " +
                             std::to_string(avail >> 20) + " MiB available (at most half of it may go to streams)");
+    const units::PortRange ports = convert("--port", [&] { return units::parse_port_range(port); });
+    cfg.port = ports.first;
+    cfg.port_count = static_cast<uint16_t>(in_range<uint64_t>("--port range", ports.count(), 1, kMaxPortRange));
+    if (cfg.port_count > 1 && !drivers::describe_backend(cfg.backend).frames)
+      throw cli::UsageError("--port " + port + ": a range needs a raw receiver, which takes every port of it on one "
+                            "device: --backend afpacket, afxdp, xdp or dpdk (sockets listen on one port)");
+    if (cfg.layers && cfg.port_count > 1) throw cli::UsageError("--layers counts again at a socket, which listens on one port: drop the --port range");
     if (cfg.layers && !drivers::describe_backend(cfg.backend).rx_layers) throw cli::UsageError("--layers needs --backend xdp (the driver layer is an XDP program)");
     if (cfg.bind.empty()) cfg.bind = cfg.ipv6 ? "::" : "0.0.0.0";
     // A bad address is bad usage: refused here, before any socket or program is set up.
@@ -178,7 +189,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
       cfg.reflect_every = reflect_every.empty() ? 1 : static_cast<uint32_t>(in_range<uint64_t>(
           "--reflect-every", convert("--reflect-every", [&] { return units::parse_count(reflect_every); }), 1, 1'000'000));
       if (cfg.backend != "auto" && !drivers::describe_backend(cfg.backend).rx_reflects)
-        throw cli::UsageError("--reflect: --backend " + cfg.backend + " cannot send packets back; receive with socket, uring or afpacket");
+        throw cli::UsageError("--reflect: --backend " + cfg.backend + " cannot send packets back; receive with socket, uring, afpacket or afxdp");
     }
     cfg.metrics = metrics.parse();
     cfg.port_set = cli::port_devices(cfg.device);

@@ -14,6 +14,7 @@ struct Config {
   uint64_t expect = 0;        // --count N: packets expected (0 = learn the total from end markers)
   std::string bind;           // "" = 0.0.0.0, or :: with --ipv6
   uint16_t port = 9000;
+  uint16_t port_count = 1;  // --port A-B: the ports A..B (raw receivers only)
   bool ipv6 = false;
   unsigned threads = 1;
   std::string cores;

@@ -30,11 +30,12 @@ Run set_up(const Config& cfg) {
     throw SetupError("--pcap-out: the " + std::string(desc.name) + " receiver counts in the kernel, no frame reaches rx: "
                      "give --backend afxdp, afpacket, socket, uring or dpdk");
   if (cfg.reflect_every && !desc.rx_reflects)
-    throw SetupError("--reflect: the " + std::string(desc.name) + " receiver cannot send packets back: give --backend socket, uring or afpacket");
+    throw SetupError("--reflect: the " + std::string(desc.name) + " receiver cannot send packets back: give --backend socket, uring, afpacket or afxdp");
   const std::string cores = cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores;
   run.placement = topo::place_workers(cfg.threads, cores, cores == "auto" ? topo::device_numa_node(run.device, cfg.dpdk_args) : -1);
   o.bind = run.bind;
   o.port = cfg.port;
+  o.port_count = cfg.port_count;
   o.ipv6 = cfg.ipv6;
   o.device = cfg.device;
   o.slot_bytes = cfg.max_size + 1;  // one spare byte: a longer datagram shows up as truncated
@@ -59,6 +60,7 @@ Run set_up(const Config& cfg) {
     w->plan.max_streams = cfg.max_streams;
     w->plan.events = w->events.get();
     w->plan.udp_port = cfg.port;
+    w->plan.udp_port_count = cfg.port_count;
     w->plan.max_payload_bytes = cfg.max_size;
     w->plan.test_slow_ns = uint64_t{cfg.test_slow_us} * 1000;
     w->plan.reflect_every = cfg.reflect_every;

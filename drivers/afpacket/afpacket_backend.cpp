@@ -45,6 +45,7 @@ class AfPacketRx : public QueueRxBackend<AfPacketRxQueue, RawRxConfig> {
     static std::atomic<int> runs{0};
     c.fanout_group = static_cast<int>((getpid() + 2 * runs.fetch_add(1)) & 0xffff) | 1;
     c.guard_port = o.port;
+    c.guard_port_count = o.port_count;
     c.ipv6 = o.ipv6;
     return c;
   }

@@ -187,7 +187,7 @@ AfPacketRxQueue::AfPacketRxQueue(const RawRxConfig& cfg) : timeout_ms_(cfg.poll_
         setsockopt(fd_.get(), SOL_PACKET, PACKET_FANOUT, &group, sizeof group) != 0)
       throw SetupError("Couldn't join AF_PACKET fanout group: " + errno_text(errno));
   }
-  if (cfg.guard_port) guard_ = PortGuard(cfg.guard_port, cfg.ipv6);  // see socket/port_guard.hpp
+  if (cfg.guard_port) guard_ = PortGuard(cfg.guard_port, cfg.ipv6, cfg.guard_port_count);  // see socket/port_guard.hpp
   frames_.resize(cfg.batch);
   finished_.reserve(blocks_);
 }

@@ -44,6 +44,7 @@ struct RawRxConfig {
   int fanout_group = 0;       // workers of one rx share it; 0 = no fanout
   int poll_timeout_ms = 100;
   uint16_t guard_port = 0;    // UDP port to hold so the stack does not answer with ICMP
+  uint16_t guard_port_count = 1;  // and the ports after it (rx --port A-B)
   bool ipv6 = false;
 };
 

@@ -32,8 +32,8 @@ class AfXdpRx : public QueueRxBackend<AfXdpRxQueue, XskConfig> {
  public:
   explicit AfXdpRx(const RxOptions& o)
       : QueueRxBackend([this](unsigned i) { return config(i); }),
-        steer_(o.iface.index, o.iface.name, o.port),
-        guard_(o.port, o.ipv6),
+        steer_(o.iface.index, o.iface.name, o.port, o.port_count),
+        guard_(o.port, o.ipv6, o.port_count),
         iface_(o.iface),
         batch_(o.batch),
         reflect_(o.reflect) {}

@@ -31,14 +31,14 @@ std::string why(int err, const std::string& what) {
 
 }  // namespace
 
-XdpSteerProgram::XdpSteerProgram(int ifindex, const std::string& ifname, uint16_t udp_port) {
+XdpSteerProgram::XdpSteerProgram(int ifindex, const std::string& ifname, uint16_t udp_port, uint16_t port_count) {
   libbpf_set_print(quiet_libbpf);
   LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = "rateline_steer");
   obj_ = bpf_object__open_mem(kXdpSteerObject, kXdpSteerObject_size, &opts);
   if (!obj_) throw BackendUnavailable(why(errno, "open the XDP steering program"));
   bpf_map* rodata = bpf_object__find_map_by_name(obj_, ".rodata");
-  const uint16_t port_be = htons(udp_port);
-  if (!rodata || bpf_map__set_initial_value(rodata, &port_be, sizeof port_be) != 0) {
+  const uint16_t ports[2] = {udp_port, port_count};  // struct steer_ports, host order
+  if (!rodata || bpf_map__set_initial_value(rodata, ports, sizeof ports) != 0) {
     bpf_object__close(obj_);
     throw BackendUnavailable("Couldn't set the port in the XDP steering program");
   }

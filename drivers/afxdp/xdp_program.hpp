@@ -19,7 +19,7 @@ class XdpSteerProgram {
  public:
   // Throws BackendUnavailable with the reason (no CAP_BPF/CAP_NET_ADMIN, no
   // XDP support, verifier rejection).
-  XdpSteerProgram(int ifindex, const std::string& ifname, uint16_t udp_port);
+  XdpSteerProgram(int ifindex, const std::string& ifname, uint16_t udp_port, uint16_t port_count = 1);
   ~XdpSteerProgram();
   XdpSteerProgram(const XdpSteerProgram&) = delete;
   XdpSteerProgram& operator=(const XdpSteerProgram&) = delete;

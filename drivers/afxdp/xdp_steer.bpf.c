@@ -25,8 +25,13 @@ struct {
   __type(value, __u64);
 } steer_fragments SEC(".maps");
 
-// Set by the loader before the program is loaded (read-only data).
-volatile const __u16 steer_port_be = 0;
+// Set by the loader before the program is loaded (read-only data): our
+// UDP destination ports, first .. first + count - 1 (rx --port A-B).
+struct steer_ports {
+  __u16 first;
+  __u16 count;
+};
+volatile const struct steer_ports steer_ports = {};
 
 SEC("xdp")
 int rateline_steer(struct xdp_md *ctx) {
@@ -43,7 +48,7 @@ int rateline_steer(struct xdp_md *ctx) {
   }
   if (found) return XDP_PASS;
   if ((void *)(at.udp + 1) > end) return XDP_PASS;  // (checked in rl_find_udp; said again for the verifier)
-  if (at.udp->dest != steer_port_be) return XDP_PASS;
+  if ((__u16)(bpf_ntohs(at.udp->dest) - steer_ports.first) >= steer_ports.count) return XDP_PASS;
   return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 }
 

@@ -62,7 +62,7 @@ class DpdkRx : public QueueRxBackend<DpdkRxQueue, DpdkRxConfig> {
                              o.batch, std::nullopt}),
         batch_(o.batch) {
     // A PMD on a kernel interface (net_af_packet) leaves the stack a copy of each frame: hold the port (port_guard.hpp).
-    if (!port_.kernel_iface().empty() && port_.driver() == "net_af_packet") guard_ = PortGuard(o.port, o.ipv6);
+    if (!port_.kernel_iface().empty() && port_.driver() == "net_af_packet") guard_ = PortGuard(o.port, o.ipv6, o.port_count);
   }
   std::string tapped(const std::string&) const override { return port_.name(); }
   std::vector<std::string> buffer_lines(const RxWorkerInfo&) const override {

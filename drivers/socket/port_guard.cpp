@@ -9,9 +9,11 @@
 
 namespace rateline::drivers {
 
-PortGuard::PortGuard(uint16_t port, bool ipv6) {
-  const int fd = ::socket(ipv6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return;
+namespace {
+
+OwnedFd guard_one(uint16_t port, bool ipv6) {
+  OwnedFd fd(::socket(ipv6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd) return fd;
   sockaddr_storage ss{};
   socklen_t len;
   if (ipv6) {
@@ -20,7 +22,7 @@ PortGuard::PortGuard(uint16_t port, bool ipv6) {
     a->sin6_port = htons(port);
     len = sizeof *a;
     const int v6only = 0;  // IPv4-mapped too, as rx --ipv6 receives
-    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+    setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
   } else {
     auto* a = reinterpret_cast<sockaddr_in*>(&ss);
     a->sin_family = AF_INET;
@@ -28,27 +30,20 @@ PortGuard::PortGuard(uint16_t port, bool ipv6) {
     len = sizeof *a;
   }
   const int reuse = 1;  // one guard per worker queue may hold the port together
-  setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &reuse, sizeof reuse);
+  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEPORT, &reuse, sizeof reuse);
   sock_filter drop_all[] = {{BPF_RET | BPF_K, 0, 0, 0}};
   sock_fprog prog{1, drop_all};
-  if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) != 0 ||
-      ::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
-    ::close(fd);
-    return;
-  }
-  fd_ = fd;
+  if (setsockopt(fd.get(), SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) != 0 ||
+      ::bind(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0)
+    return OwnedFd();
+  return fd;
 }
 
-PortGuard::~PortGuard() {
-  if (fd_ >= 0) ::close(fd_);
-}
+}  // namespace
 
-PortGuard& PortGuard::operator=(PortGuard&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(o.fd_, -1);
-  }
-  return *this;
+PortGuard::PortGuard(uint16_t port, bool ipv6, uint16_t count) {
+  for (uint32_t i = 0; i < count; ++i)
+    if (OwnedFd fd = guard_one(static_cast<uint16_t>(port + i), ipv6)) fds_.push_back(std::move(fd));
 }
 
 }  // namespace rateline::drivers

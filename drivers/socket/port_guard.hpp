@@ -10,21 +10,21 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
+
+#include "util/owned.hpp"
 
 namespace rateline::drivers {
 
 class PortGuard {
  public:
   PortGuard() = default;
-  PortGuard(uint16_t port, bool ipv6);  // best effort: a port already held needs no guard
-  ~PortGuard();
-  PortGuard(PortGuard&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  PortGuard& operator=(PortGuard&& o) noexcept;
-  PortGuard(const PortGuard&) = delete;
-  PortGuard& operator=(const PortGuard&) = delete;
+  // Holds ports port .. port + count - 1 (rx --port A-B). Best effort: a
+  // port already held needs no guard.
+  PortGuard(uint16_t port, bool ipv6, uint16_t count = 1);
 
  private:
-  int fd_ = -1;
+  std::vector<OwnedFd> fds_;
 };
 
 }  // namespace rateline::drivers

@@ -26,8 +26,12 @@ constexpr uint64_t kPublishEveryNs = 100'000'000;  // as the workers' snapshots
 
 }  // namespace
 
-ReplyListener::ReplyListener(uint16_t sender_id, uint16_t reply_port, uint32_t max_payload)
-    : sender_id_(sender_id), reply_port_(reply_port), max_payload_(max_payload), run_start_ns_(now_ns()) {}
+ReplyListener::ReplyListener(uint16_t sender_id, uint16_t reply_port, uint32_t max_payload, uint16_t reply_ports)
+    : sender_id_(sender_id),
+      reply_port_(reply_port),
+      reply_ports_(reply_ports),
+      max_payload_(max_payload),
+      run_start_ns_(now_ns()) {}
 
 ReplyListener::~ReplyListener() {
   stop();
@@ -131,7 +135,8 @@ void ReplyListener::drain(int fd, uint8_t* buffers) {
       const net::SenderAddress src = net::SenderAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&from[i]));
       wire::Decoded d = wire::decode(static_cast<const uint8_t*>(iov[i].iov_base), msgs[i].msg_len);
       if (d.short_form) d.tx_ns = wire::extend_stamp48(d.tx_ns, rx_ns);
-      if (d.verdict != wire::Verdict::data || src.port != reply_port_ || msgs[i].msg_len > max_payload_) {
+      if (d.verdict != wire::Verdict::data || uint16_t(src.port - reply_port_) >= reply_ports_ ||
+          msgs[i].msg_len > max_payload_) {
         ++counts_.not_ours;
       } else if (d.sender != sender_id_) {
         ++counts_.other_sender;

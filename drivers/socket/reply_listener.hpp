@@ -40,8 +40,9 @@ struct RttSnapshot {
 
 class ReplyListener {
  public:
-  // `reply_port`: the receiver's port (--port); a reply comes from it.
-  ReplyListener(uint16_t sender_id, uint16_t reply_port, uint32_t max_payload);
+  // `reply_port`: the receiver's port (--port), or the first of
+  // `reply_ports` (a --port range); a reply comes from one of them.
+  ReplyListener(uint16_t sender_id, uint16_t reply_port, uint32_t max_payload, uint16_t reply_ports = 1);
   ~ReplyListener();
   ReplyListener(const ReplyListener&) = delete;
   ReplyListener& operator=(const ReplyListener&) = delete;
@@ -71,6 +72,7 @@ class ReplyListener {
 
   uint16_t sender_id_;
   uint16_t reply_port_;
+  uint16_t reply_ports_;
   uint32_t max_payload_;
   uint64_t run_start_ns_;  // no send stamp of this run can be older
   std::mutex adopt_mutex_;

@@ -47,12 +47,12 @@ class XdpTx : public TxBackend {
 class XdpRx : public RxBackend {
  public:
   explicit XdpRx(const RxOptions& o)
-      : program_(XdpRxConfig{o.iface, o.port, o.max_streams, o.layers, o.slot_bytes - 1}),
+      : program_(XdpRxConfig{o.iface, o.port, o.port_count, o.max_streams, o.layers, o.slot_bytes - 1}),
         sockets_([cfg = udp_rx_config(o)](unsigned) { return cfg; }),
         o_(o) {
     // Without --layers no socket of ours holds the port, and what the program
     // passes on (fragments) reaches the stack: hold it (socket/port_guard.hpp).
-    if (!o.layers) guard_ = PortGuard(o.port, o.ipv6);
+    if (!o.layers) guard_ = PortGuard(o.port, o.ipv6, o.port_count);
   }
 
   unsigned workers(unsigned threads) const override { return o_.layers ? threads : 1; }

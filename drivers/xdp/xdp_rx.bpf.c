@@ -317,7 +317,7 @@ int rateline_count(struct xdp_md *ctx) {
   if (found) goto foreign;
   __u8 *udp = (__u8 *)at.udp;
   if ((void *)(udp + 8) > end) goto foreign;  // (checked in rl_find_udp; said again for the verifier)
-  if (at.udp->dest != cfg.port_be) goto foreign;
+  if ((__u16)(bpf_ntohs(at.udp->dest) - bpf_ntohs(cfg.port_be)) >= cfg.port_count) goto foreign;
   const __u32 udp_off = at.udp_off;
   const __u32 l4_limit = at.l4_limit;
   const __u32 udp_len = bpf_ntohs(at.udp->len);

@@ -34,6 +34,7 @@ XdpRxProgram::XdpRxProgram(const XdpRxConfig& cfg) : cfg_(cfg) {
                              " streams in the kernel: lower --max-streams");
   rl_rx_config rc{};
   rc.port_be = htons(cfg.port);
+  rc.port_count = cfg.port_count;
   rc.max_streams = cfg.max_streams;
   rc.pass_counted = cfg.pass_counted ? 1 : 0;
   rc.max_payload = cfg.max_payload;

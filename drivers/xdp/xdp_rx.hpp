@@ -33,6 +33,7 @@ class BpfObject;
 struct XdpRxConfig {
   net::Interface iface;
   uint16_t port = 9000;
+  uint16_t port_count = 1;  // rx --port A-B
   uint32_t max_streams = 256;
   bool pass_counted = false;  // rx --layers: XDP_PASS our frames after counting them
   uint32_t max_payload = 65535;  // rx --max-size

@@ -213,8 +213,8 @@ struct rl_tx_xmit {
 /* ==== RX: xdp_rx.bpf.c, attached to the receiving interface ==== */
 
 struct rl_rx_config {
-  rl_u16 port_be;       /* our UDP destination port, network order */
-  rl_u16 pad;
+  rl_u16 port_be;       /* our UDP destination port, network order: the first of */
+  rl_u16 port_count;    /* these (rx --port A-B) */
   rl_u32 max_streams;   /* entries of rx_streams: senders x streams */
   rl_u32 pass_counted;  /* rx --layers: pass our frames on after counting (else XDP_DROP) */
   rl_u32 max_payload;   /* rx --max-size: a longer UDP payload of ours is malformed, as on every receiver */

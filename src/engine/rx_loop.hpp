@@ -81,7 +81,8 @@ using StreamEventRing = ring::SpscRing<StreamEvent>;
 struct RxPlan {
   uint32_t batch = 64;
   uint32_t max_streams = 256;
-  uint16_t udp_port = 0;  // Ethernet-layer backends: our destination port
+  uint16_t udp_port = 0;  // Ethernet-layer backends: our destination port, the first of
+  uint16_t udp_port_count = 1;  // these (rx --port A-B)
   // rx --max-size: a longer UDP payload is malformed. The socket layers cut a
   // datagram at their slot (max + 1 bytes, io_uring up to 7 more), so this
   // is what makes the limit the same on every backend.
@@ -267,7 +268,7 @@ inline void take_frame(RxResult& st, StreamLookup& streams, const RxPlan& plan, 
   ++c.frames;
   if constexpr (L == Layer::ethernet) {
     const net::ParsedUdp p = net::parse_udp_frame({f.data, f.len});
-    if (p.status != net::ParseStatus::ok || p.dst_port != plan.udp_port) [[unlikely]] {
+    if (p.status != net::ParseStatus::ok || uint16_t(p.dst_port - plan.udp_port) >= plan.udp_port_count) [[unlikely]] {
       // A fragment is not someone else's traffic: it may be ours, cut up on the way.
       if (p.status == net::ParseStatus::fragment) ++c.fragments;
       else ++c.foreign;

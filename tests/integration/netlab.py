@@ -216,9 +216,11 @@ def tx_eal(lab, backend):
     return ["--", "--no-pci", f"--vdev=net_af_packet0,iface={lab.if_a}", "--log-level=*:error"] if backend == "dpdk" else []
 
 
-def capture(lab, pcap, expr=("udp", "port", "9000")):
-    """tcpdump on side b's veth (UDP port 9000, or expr; () for every frame) into pcap; stop it with SIGINT."""
-    cap = subprocess.Popen(["ip", "netns", "exec", lab.ns_b, "tcpdump", "-n", "-U", "-s", "0", "-B", "16384", "-i", lab.if_b,
+def capture(lab, pcap, expr=("udp", "port", "9000"), side="b"):
+    """tcpdump on side b's veth (UDP port 9000, or expr; () for every frame) into pcap; stop it with SIGINT.
+    side "a": what side a's veth sends (where an XDP receiver on b takes frames before any tap there)."""
+    ns, ifn, where = (lab.ns_b, lab.if_b, []) if side == "b" else (lab.ns_a, lab.if_a, ["-Q", "out"])
+    cap = subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-n", "-U", "-s", "0", "-B", "16384", "-i", ifn, *where,
                             "-w", pcap, *expr], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                            text=True)
     lab.procs.append(cap)

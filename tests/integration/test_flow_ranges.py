@@ -14,7 +14,11 @@ b routes the source range (SRCS) back through a. Each shape sends an odd
 - tshark finds both checksums right in every data frame.
 Shapes: socket and uring senders with a --dst range and two source ports
 (8 flows; flows of one port share a socket); afpacket, afxdp and xdp with
-source x destination ranges (16 flows), into rx socket and rx afpacket.
+source x destination ranges (16 flows), into rx socket and rx afpacket;
+destination port ranges (--port 9000-9003 x two source ports, 8 flows) from
+afpacket and socket senders into rx afpacket, xdp and afxdp taking the same
+range, tshark on side a where XDP takes the frames on b before any tap (rx
+socket refuses a range: exit 2).
 Bad input: a reversed range, more than 4096 flows, a --src-ip range on a
 socket backend, fewer flows than --threads, a range with --replay: one
 line, exit 2, nothing sent.
@@ -31,7 +35,7 @@ import time
 from collections import Counter
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import PKTGEN, Checks, Lab, capture, finish, refused_usage, result_record, sh, start_rx, tshark_rows
+from netlab import PKTGEN, RX, Checks, Lab, capture, finish, refused_usage, result_record, sh, start_rx, tshark_rows
 
 SUBNET = 73
 DSTS = [f"198.18.{SUBNET}.{h}" for h in range(8, 12)]
@@ -48,17 +52,21 @@ def stop(cap):
     c.true("tcpdump: no frame dropped by the kernel", "\n0 packets dropped by kernel" in "\n" + err, err.strip())
 
 
-def shape(lab, tmp, tag, tx_args, rx_backend, ports, srcs, dsts, count):
-    """One run; flows = ports x srcs x dsts (srcs None: the sender's own address)."""
+def shape(lab, tmp, tag, tx_args, rx_backend, ports, srcs, dsts, count, dst_ports=(9000,)):
+    """One run; flows = ports x srcs x dst_ports x dsts (srcs None: the sender's own address)."""
     name = "".join(ch if ch.isalnum() else "_" for ch in tag)
     rx_json, tx_json, pcap = (os.path.join(tmp, f"{k}-{name}") for k in ("rx.json", "tx.json", "cap.pcap"))
     dev = ["--device", lab.if_b] if rx_backend != "socket" else []
-    rx = start_rx(lab, ["--backend", rx_backend, *dev, "--json", rx_json, "--quiet"], ready_timeout=30)
-    cap = capture(lab, pcap)
+    port_range = ["--port", f"{dst_ports[0]}-{dst_ports[-1]}"] if len(dst_ports) > 1 else []
+    rx = start_rx(lab, ["--backend", rx_backend, *dev, *port_range, "--json", rx_json, "--quiet"], ready_timeout=30)
+    # An XDP receiver takes frames before any tap on b: there, what a sends is the observer.
+    cap = capture(lab, pcap, ("udp", "portrange", f"{dst_ports[0]}-{dst_ports[-1]}"),
+                  side="a" if rx_backend in ("xdp", "afxdp") else "b")
     before = lab.counter("b", "rx_packets")
     src_range = ["--src-ip", f"{srcs[0]}-{srcs[-1]}"] if srcs else []
-    tx = subprocess.run(["ip", "netns", "exec", lab.ns_a, PKTGEN, *tx_args, "--dst", f"{dsts[0]}-{dsts[-1]}",
-                         *src_range, "--src-port", f"{ports[0]}-{ports[-1]}", "--count", str(count), "--size",
+    dst = f"{dsts[0]}-{dsts[-1]}" if len(dsts) > 1 else dsts[0]
+    tx = subprocess.run(["ip", "netns", "exec", lab.ns_a, PKTGEN, *tx_args, "--dst", dst,
+                         *src_range, *port_range, "--src-port", f"{ports[0]}-{ports[-1]}", "--count", str(count), "--size",
                          str(SIZE), "--rate", "20k", "--burst", "7", "--json", tx_json, "--quiet"],
                         capture_output=True, text=True, timeout=60)
     c.eq(f"{tag}: pktgen exit code", tx.returncode, 0)
@@ -73,15 +81,15 @@ def shape(lab, tmp, tag, tx_args, rx_backend, ports, srcs, dsts, count):
     delta = lab.counter("b", "rx_packets") - before
     t, r = result_record(tx_json, "pktgen"), result_record(rx_json, "rx")
     srcs = srcs or [lab.ip_a]
-    flows = [(s, d, p) for d in dsts for s in srcs for p in ports]  # stream id order
+    flows = [(s, d, p, q) for d in dsts for q in dst_ports for s in srcs for p in ports]  # stream id order
     sent = {s["stream"]: s["sent"] for s in t["streams"]}
     got = Counter()
     for s in r["streams"]:
         got[s["stream"]] += s["received"]
-    rows = tshark_rows(pcap, ["ip.src", "ip.dst", "udp.srcport", "ip.checksum.status", "udp.checksum.status"],
-                       ("-Y", f"udp.length == {SIZE + 8}"))
-    wire = Counter((a, b, int(p)) for a, b, p, _, _ in rows)
-    c.eq(f"{tag}: tshark: IPv4 and UDP checksums good on every data frame", sum(r[3:] == ["1", "1"] for r in rows), count)
+    rows = tshark_rows(pcap, ["ip.src", "ip.dst", "udp.srcport", "udp.dstport", "ip.checksum.status",
+                              "udp.checksum.status"], ("-Y", f"udp.length == {SIZE + 8}"))
+    wire = Counter((a, b, int(p), int(q)) for a, b, p, q, _, _ in rows)
+    c.eq(f"{tag}: tshark: IPv4 and UDP checksums good on every data frame", sum(r[4:] == ["1", "1"] for r in rows), count)
     on_wire = [wire[f] for f in flows]
     print(f"     {tag}: pktgen {[sent.get(i, 0) for i in range(len(flows))]}, rx {[got[i] for i in range(len(flows))]}, "
           f"tshark {on_wire}", flush=True)
@@ -89,7 +97,7 @@ def shape(lab, tmp, tag, tx_args, rx_backend, ports, srcs, dsts, count):
     c.eq(f"{tag}: rx received, lost", (r["received"], r["lost"]), (count, 0))
     c.eq(f"{tag}: rx per stream == pktgen per stream", [got[i] for i in range(len(flows))],
          [sent[i] for i in range(len(flows))])
-    c.eq(f"{tag}: tshark per (source, destination, port) == pktgen per stream", on_wire,
+    c.eq(f"{tag}: tshark per (source, destination, ports) == pktgen per stream", on_wire,
          [sent[i] for i in range(len(flows))])
     c.eq(f"{tag}: no data frame outside the flows", sum(wire.values()), count)
     c.true(f"{tag}: per-flow counts differ by at most 1", max(on_wire) - min(on_wire) <= 1, str(on_wire))
@@ -124,7 +132,22 @@ with tempfile.TemporaryDirectory() as tmp, Lab("f", subnet=SUBNET) as lab:
         shape(lab, tmp, f"{backend} src x dst ranges -> rx {rx_backend}", ["--backend", backend, "--dst-mac", mac_b],
               rx_backend, [6000], SRCS, DSTS, 8003)
 
+    # Destination port ranges (RSS spreads flows by port): 2 source x 4 destination ports into raw
+    # receivers that take the whole range on their device.
+    # (An AF_PACKET sender bypasses the qdisc and the taps on a: its frames are captured on b, so into afpacket.)
+    port_shapes = ((["--backend", "afpacket", "--dst-mac", mac_b], "afpacket"), (["--backend", "socket"], "xdp"),
+                   (["--backend", "socket"], "afxdp"))
+    for tx_args, rx_backend in port_shapes[0::2] if SANITIZED else port_shapes:
+        shape(lab, tmp, f"{tx_args[1]} --port 9000-9003 -> rx {rx_backend} --port 9000-9003", tx_args, rx_backend,
+              [5000, 5001], None, [lab.ip_b], 4003, dst_ports=[9000, 9001, 9002, 9003])
+    p = subprocess.run(["ip", "netns", "exec", lab.ns_b, RX, "--backend", "socket", "--port", "9000-9003"],
+                       capture_output=True, text=True, timeout=10)
+    c.eq("rx socket --port range: exit 2", p.returncode, 2)
+    c.true("rx socket --port range: one line naming the raw receivers",
+           p.stderr.count("\n") == 1 and "afpacket, afxdp, xdp or dpdk" in p.stderr, p.stderr)
+
     raw = ["--backend", "afpacket", "--dst-mac", mac_b]
+    refused_usage(lab, c, [*raw, "--port", "0"], "is not a port", "port 0")
     refused_usage(lab, c, [*raw, "--dst", f"{DSTS[-1]}-{DSTS[0]}"], "from the lower address", "reversed range")
     refused_usage(lab, c, [*raw, "--dst", "198.18.0.0-198.18.15.255", "--src-port", "5000-5001"], "at most 4096",
                   "8192 flows")
