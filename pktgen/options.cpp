@@ -160,8 +160,8 @@ void check_file_options(Config& cfg) {
   const drivers::BackendDescriptor& b = drivers::describe_backend(cfg.backend);
   if (!b.replays)
     throw cli::UsageError("--replay sends whole Ethernet frames: " +
-                          (cfg.backend == "auto" ? std::string("give --backend afpacket or afxdp")
-                                                 : "--backend " + cfg.backend + " cannot (use afpacket or afxdp)"));
+                          (cfg.backend == "auto" ? std::string("give --backend afpacket, afxdp or dpdk")
+                                                 : "--backend " + cfg.backend + " cannot (use afpacket, afxdp or dpdk)"));
   if (b.kernel_interface && cfg.device.empty()) throw cli::UsageError("--replay needs --device IF: the interface to send on");
   try {
     cfg.replay = std::make_shared<const net::PcapFrames>(net::read_pcap_file(cfg.replay_path));

@@ -226,7 +226,8 @@ Run set_up(const Config& cfg) {
     if (!desc.frames) o.replies = run.replies.get();  // the workers' sockets, adopted as they open
   }
   run.backend = desc.open_tx(o);
-  const drivers::FramePath path = desc.frames ? run.backend->frame_path(o) : drivers::FramePath{};
+  // A replay's frames carry their own MACs and addresses: no path to resolve.
+  const drivers::FramePath path = desc.frames && !cfg.replay ? run.backend->frame_path(o) : drivers::FramePath{};
   if (auto link = run.backend->link()) run.link = *link;
   run.stamps = run.backend->stamp_source().value_or(engine_stamps());
 

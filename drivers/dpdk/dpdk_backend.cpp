@@ -118,6 +118,7 @@ extern const BackendDescriptor dpdk_backend = {
 #endif
     .cleanup = nullptr,
     .eal_args = true,
+    .replays = true,  // an mbuf takes any frame up to its data room
 };
 
 }  // namespace rateline::drivers
