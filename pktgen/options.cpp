@@ -4,6 +4,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "engine/replay_stamps.hpp"
 #include "engine/size_mix.hpp"
 #include "net/frame.hpp"
 #include "net/iface.hpp"
@@ -154,7 +155,10 @@ void check_file_options(Config& cfg) {
   } else if (cfg.backend == "pcap") {
     throw cli::UsageError("--backend pcap needs --pcap-out FILE");
   }
-  if (cfg.replay_path.empty()) return;
+  if (cfg.replay_path.empty()) {
+    if (cfg.replay_stamp) throw cli::UsageError("--replay-stamp stamps the frames of a --replay FILE: give one");
+    return;
+  }
   if (!cfg.pcap_out.empty()) throw cli::UsageError("--replay and --pcap-out: give one of them");
   if (cfg.threads != 1) throw cli::UsageError("--replay sends one file in order: --threads 1 only");
   const drivers::BackendDescriptor& b = drivers::describe_backend(cfg.backend);
@@ -167,6 +171,13 @@ void check_file_options(Config& cfg) {
     cfg.replay = std::make_shared<const net::PcapFrames>(net::read_pcap_file(cfg.replay_path));
   } catch (const net::PcapError& e) {
     throw cli::UsageError(std::string("--replay ") + e.what());
+  }
+  if (cfg.replay_stamp) {
+    try {
+      engine::plan_replay_stamps(*cfg.replay, 0, kMaxFlows);  // checked here; set_up plans it with the sender id
+    } catch (const std::invalid_argument& e) {
+      throw cli::UsageError("--replay-stamp: " + cfg.replay_path + " " + e.what());
+    }
   }
   if (!b.kernel_interface) return;
   uint32_t mtu = 0;
@@ -253,7 +264,10 @@ int parse_options(int argc, char** argv, Config& cfg) {
                  "stamps), end markers included, paced as asked; needs --count or --duration");
   app.add_option("--replay", cfg.replay_path,
                  "send this pcap capture's frames byte for byte, in file order (--backend afpacket or afxdp, "
-                 "--device IF); --count = frames, looping over the file (default: the file once)");
+                 "--device IF, or dpdk); --count = frames, looping over the file (default: the file once)");
+  app.add_flag("--replay-stamp", cfg.replay_stamp,
+               "with --replay: each UDP frame with 18 B of payload or more carries our numbered, stamped payload "
+               "instead of its own (one stream per UDP flow of the file, with end markers), so rx counts it exactly");
   report::MetricsOptionParser metrics;
   metrics.add_to(app);
   app.set_version_flag("--version", "pktgen (rateline) 0.1.0");

@@ -60,6 +60,7 @@ struct Config {
   std::string pcap_out;  // --pcap-out: the frames go to this pcap file (the pcap backend)
   std::string replay_path;  // --replay: send this capture's frames as they are
   std::shared_ptr<const net::PcapFrames> replay;  // its frames, read and checked by parse_options
+  bool replay_stamp = false;  // --replay-stamp: our payload in its UDP frames (engine/replay_stamps.hpp)
   report::MetricsOptions metrics;  // --metrics, --metrics-textfile, --metrics-linger
   // --device a,b: a port set, one whole run per device (its own backend,
   // workers and counts, as TRex and Pktgen-DPDK run one per port), all in

@@ -293,6 +293,10 @@ Run set_up(const Config& cfg) {
     if (cfg.flows_random_seed) plan.flow_shuffle_seed = *cfg.flows_random_seed + i;  // each worker its own orders
     plan.ipv6 = cfg.ipv6;
     plan.vlan_tags = static_cast<uint8_t>(cfg.vlan_tci.size());
+    if (cfg.replay_stamp) {
+      engine::stamp_replay(plan, run.sender_id, 4096);  // parse_options checked the capture
+      run.streams = static_cast<uint16_t>(plan.flows.size());
+    }
     run.workers.push_back(std::move(w));
   }
   // Frames bind no socket: the replies come back to the kernel, to a socket of the listener's on each source port.

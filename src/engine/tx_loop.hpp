@@ -24,6 +24,7 @@
 
 #include "engine/flow_schedule.hpp"
 #include "engine/queue.hpp"
+#include "engine/replay_source.hpp"
 #include "engine/size_mix.hpp"
 #include "engine/tx_plan.hpp"
 #include "net/frame.hpp"
@@ -295,50 +296,57 @@ void send_bursts(Q& q, const TxPlan& plan, Source& src, StampClock& stamps, pace
   }
 }
 
-// A capture's frames, byte for byte, in file order, from the first again
-// after the last (plan.quota counts frames; 0 with no duration = the file
-// once). Each slot gets a whole frame: nothing is patched, so slots are
-// left stale for whatever the queue carries next.
-struct ReplaySource {
-  const net::PcapFrames& frames;
-  size_t next = 0;  // the file's frame that goes next
+inline constexpr uint64_t kEndMarkerStallNs = 100'000'000;
 
-  uint64_t limit() const { return ~0ull; }
-  void fill(std::span<TxSlot> slots) const {
-    size_t k = next;
-    for (TxSlot& s : slots) {
-      const std::span<const uint8_t> f = frames.frame(k);
-      std::memcpy(s.data, f.data(), f.size());  // setup sized every slot for the longest frame
-      s.len = static_cast<uint32_t>(f.size());
-      s.flow = 0;
-      s.stale = true;
-      if (++k == frames.size()) k = 0;
+// End markers: a few copies per stream, spaced, so the receiver learns the
+// exact total even when its queue was full at the end of the data.
+template <TxQueue Q>
+void send_end_markers(Q& q, TxPlan& plan, stats::TxCounters& c, TxResult& result) {
+  std::atomic<bool> no_stop{false};
+  for (uint32_t copy = 0; copy < plan.end_markers && !result.stalled; ++copy) {
+    if (copy) pace::wait_until(now_ns() + plan.end_marker_gap_ns, no_stop);
+    for (TxFlow& f : plan.flows) {
+      std::span<TxSlot> slots = q.reserve(1);
+      for (int tries = 0; slots.empty() && tries < 1000; ++tries) {
+        q.reclaim();
+        slots = q.reserve(1);
+      }
+      if (slots.empty()) continue;
+      TxSlot& s = slots[0];
+      wire::EndMarkerBody body = plan.end_body;
+      body.total_sent = f.next_seq;
+      wire::fill_end_marker(end_marker_payload<Q>(s, f), plan.end_payload, f.stream, body, now_ns());
+      finish_frame<Q>(s, f, plan.end_payload.len, plan.ipv6);
+      bool stalled = false;
+      c.end_markers += commit_all(q, slots, c, kEndMarkerStallNs, no_stop, stalled);
     }
   }
-  uint64_t took(uint32_t taken) {  // whole frames: a capture's frames need not be UDP
-    uint64_t bytes = 0;
-    for (uint32_t i = 0; i < taken; ++i) {
-      bytes += frames.frame(next).size();
-      if (++next == frames.size()) next = 0;
-    }
-    return bytes;
-  }
-};
+}
 
 }  // namespace detail
 
-inline constexpr uint64_t kEndMarkerStallNs = 100'000'000;
 
 // Replays plan.replay's frames (pktgen --replay): paced as data packets,
-// no end markers of its own (a capture of pktgen's carries its own).
+// no end markers of its own (a capture of pktgen's carries its own). With
+// plan.replay_stamps (--replay-stamp) its UDP frames carry our payload, and
+// each of their flows ends with end markers of its own.
 template <TxQueue Q>
-TxResult run_replay(Q& q, const TxPlan& plan, stats::TxSnapshotRing& snapshots, const std::atomic<bool>& stop) {
+TxResult run_replay(Q& q, TxPlan& plan, stats::TxSnapshotRing& snapshots, const std::atomic<bool>& stop) {
   stats::TxCounters c;
   TxResult result;
   pace::Pacer pacer(plan.pace);
   StampClock stamps;
-  detail::ReplaySource frames{*plan.replay};
-  detail::send_bursts(q, plan, frames, stamps, pacer, c, result, snapshots, stop);
+  if (plan.replay_stamps) {
+    detail::StampedReplaySource frames{*plan.replay, *plan.replay_stamps, stamps,
+                                       std::vector<uint64_t>(plan.replay_stamps->flows.size(), 0)};
+    detail::send_bursts(q, plan, frames, stamps, pacer, c, result, snapshots, stop);
+    for (TxFlow& f : plan.flows) f.next_seq = frames.next_seq[f.stream];
+    detail::send_end_markers(q, plan, c, result);
+    result.flows = plan.flows;
+  } else {
+    detail::ReplaySource frames{*plan.replay};
+    detail::send_bursts(q, plan, frames, stamps, pacer, c, result, snapshots, stop);
+  }
   q.flush();
   detail::publish(snapshots, c, pacer, now_ns(), true);
   result.counters = c;
@@ -376,27 +384,7 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
     result.mix_packets = std::move(data.class_packets);
   }
 
-  // End markers: a few copies per stream, spaced, so the receiver learns the
-  // exact total even when its queue was full at the end of the data.
-  std::atomic<bool> no_stop{false};
-  for (uint32_t copy = 0; copy < plan.end_markers && !result.stalled; ++copy) {
-    if (copy) pace::wait_until(now_ns() + plan.end_marker_gap_ns, no_stop);
-    for (TxFlow& f : plan.flows) {
-      std::span<TxSlot> slots = q.reserve(1);
-      for (int tries = 0; slots.empty() && tries < 1000; ++tries) {
-        q.reclaim();
-        slots = q.reserve(1);
-      }
-      if (slots.empty()) continue;
-      TxSlot& s = slots[0];
-      wire::EndMarkerBody body = plan.end_body;
-      body.total_sent = f.next_seq;
-      wire::fill_end_marker(detail::end_marker_payload<Q>(s, f), plan.end_payload, f.stream, body, now_ns());
-      detail::finish_frame<Q>(s, f, plan.end_payload.len, plan.ipv6);
-      bool stalled = false;
-      c.end_markers += detail::commit_all(q, slots, c, kEndMarkerStallNs, no_stop, stalled);
-    }
-  }
+  detail::send_end_markers(q, plan, c, result);
   q.flush();
   detail::publish(snapshots, c, pacer, now_ns(), true);
   result.counters = c;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "net/frame.hpp"
+#include "engine/replay_stamps.hpp"
 #include "net/pcap_file.hpp"
 #include "pace/pacer.hpp"
 #include "stats/counters.hpp"
@@ -59,6 +60,9 @@ struct TxPlan {
   // Set: send these frames as they are instead of data packets (pktgen --replay;
   // Ethernet-layer backends only). Shared, read-only, by every plan of the run.
   std::shared_ptr<const net::PcapFrames> replay;
+  // With replay: stamp its UDP frames (pktgen --replay-stamp); `flows` then
+  // holds one flow per stream of it, for the end markers.
+  std::shared_ptr<const ReplayStamps> replay_stamps;
 };
 
 struct TxResult {
@@ -73,5 +77,11 @@ struct TxResult {
   uint64_t stamped_batches = 0;
   std::vector<uint64_t> mix_packets;  // a size mix: data packets sent per size class
 };
+
+// pktgen --replay-stamp: plan.replay's UDP flows become the plan's streams
+// (plan_replay_stamps), each with end markers of its own built from its first
+// frame's addresses, ports and tags; end markers take the smallest payload.
+// Throws std::invalid_argument as plan_replay_stamps does.
+void stamp_replay(TxPlan& plan, uint16_t sender, uint32_t max_flows);
 
 }  // namespace rateline::engine

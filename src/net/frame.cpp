@@ -168,6 +168,15 @@ ChecksumCheck check_udp_checksums(std::span<const uint8_t> frame, const ParsedUd
   return field == pseudo ? ChecksumCheck::unfilled : ChecksumCheck::bad;
 }
 
+void udp_refresh_checksum(std::span<uint8_t> frame, const ParsedUdp& p) {
+  uint8_t* udp = frame.data() + p.udp_offset;
+  const uint32_t udp_len = p.payload_len + static_cast<uint32_t>(kUdpHeaderBytes);
+  udp[6] = udp[7] = 0;
+  uint16_t csum = ones_checksum(ones_sum(udp, udp_len, pseudo_header_sum(frame.data() + p.l3_offset, p.ipv6, udp_len)));
+  if (csum == 0) csum = 0xffff;
+  std::memcpy(udp + 6, &csum, 2);
+}
+
 void reflect_udp_frame(std::span<uint8_t> frame, const ParsedUdp& p) {
   uint8_t* f = frame.data();
   std::swap_ranges(f, f + 6, f + 6);  // destination and source MAC
@@ -176,11 +185,30 @@ void reflect_udp_frame(std::span<uint8_t> frame, const ParsedUdp& p) {
   else std::swap_ranges(l3 + 12, l3 + 16, l3 + 16);
   uint8_t* udp = f + p.udp_offset;
   std::swap_ranges(udp, udp + 2, udp + 2);
-  const uint32_t udp_len = p.payload_len + static_cast<uint32_t>(kUdpHeaderBytes);
-  udp[6] = udp[7] = 0;
-  uint16_t csum = ones_checksum(ones_sum(udp, udp_len, pseudo_header_sum(l3, p.ipv6, udp_len)));
-  if (csum == 0) csum = 0xffff;
-  std::memcpy(udp + 6, &csum, 2);
+  udp_refresh_checksum(frame, p);
+}
+
+UdpEndpoints endpoints_of(std::span<const uint8_t> frame, const ParsedUdp& p) {
+  const uint8_t* f = frame.data();
+  UdpEndpoints ep;
+  std::memcpy(ep.dst_mac.data(), f, 6);
+  std::memcpy(ep.src_mac.data(), f + 6, 6);
+  for (size_t off = 12; off + 2 < p.l3_offset && ep.vlan_tags < kMaxVlanTags; off += kVlanTagBytes)
+    ep.vlan_tci[ep.vlan_tags++] = get16(f + off + 2);
+  const uint8_t* l3 = f + p.l3_offset;
+  ep.src_ip.is_v6 = ep.dst_ip.is_v6 = p.ipv6;
+  if (p.ipv6) {
+    ep.ttl = l3[7];
+    std::memcpy(ep.src_ip.bytes.data(), l3 + 8, 16);
+    std::memcpy(ep.dst_ip.bytes.data(), l3 + 24, 16);
+  } else {
+    ep.ttl = l3[8];
+    std::memcpy(ep.src_ip.bytes.data(), l3 + 12, 4);
+    std::memcpy(ep.dst_ip.bytes.data(), l3 + 16, 4);
+  }
+  ep.src_port = p.src_port;
+  ep.dst_port = p.dst_port;
+  return ep;
 }
 
 ParsedUdp parse_udp_frame(std::span<const uint8_t> frame) {

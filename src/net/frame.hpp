@@ -135,6 +135,14 @@ struct ParsedUdp {
 // Parses an Ethernet frame (optionally one or two VLAN tags) down to the UDP payload.
 ParsedUdp parse_udp_frame(std::span<const uint8_t> frame);
 
+// Recomputes the UDP checksum of a parsed frame (status ok) over its
+// pseudo-header, UDP header and payload as they are now.
+void udp_refresh_checksum(std::span<uint8_t> frame, const ParsedUdp& p);
+
+// A parsed frame's (status ok) MACs, VLAN tags, addresses, TTL and ports:
+// build_udp_headers of these writes the same headers (IPv4 options aside).
+UdpEndpoints endpoints_of(std::span<const uint8_t> frame, const ParsedUdp& p);
+
 // rx --reflect on a raw receiver: turns a parsed UDP frame (status ok) into
 // its reply in place: MACs, IP addresses and ports swapped, payload and tags
 // untouched. The IPv4 header checksum survives the swap (a ones' complement

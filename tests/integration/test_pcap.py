@@ -15,11 +15,20 @@
    captures exactly the file's frames, byte for byte, in order; A's veth
    tx_packets grew by the file's frame count. --count 2500 on the null
    backend sends 2500 frames (the file looped).
-3. Bad inputs, each one line on stderr, exit 2, A's tx_packets unchanged:
+3. pktgen --replay FILE --replay-stamp: a capture of someone else's UDP
+   (two flows to port 9000, payloads of 18, 64, 200 and 1400 B with random
+   bytes, an ARP frame and 10-byte datagrams between them) into rx afpacket:
+   rx counts two streams, 600 each (every frame with room for a stamp), 0
+   lost, their end markers believed; tcpdump on B sees every frame of the
+   file with its own length and headers, the stamped ones with good UDP
+   checksums, the rest byte for byte, plus 3 end markers per flow.
+4. Bad inputs, each one line on stderr, exit 2, A's tx_packets unchanged:
    an empty file, a truncated one, a text file, a pcapng, a frame longer
    than the MTU + 14, a socket backend, --pcap-out without --count.
 """
 import os
+import random
+import socket
 import struct
 import subprocess
 import sys
@@ -27,6 +36,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 from netlab import PKTGEN, Checks, Lab, finish, hugepages_free, result_record, sh, start_rx
+from collections import Counter
 from inject_frames import frame, payload_checksum, pcap_records, short_payload, write_pcap
 
 N = 1000
@@ -133,6 +143,61 @@ def replay(lab, tmp, path, tag, backend="afpacket"):
            f"first difference at frame {next((i for i, (a, b) in enumerate(zip(wire, file_frames)) if a != b), None)}")
 
 
+def replay_stamped(lab, tmp):
+    rng = random.Random(7)
+    mac_a = bytes.fromhex(lab.mac(lab.ns_a, lab.if_a).replace(":", ""))
+    mac_b = bytes.fromhex(lab.mac(lab.ns_b, lab.if_b).replace(":", ""))
+    ip_a, ip_b = socket.inet_aton(lab.ip_a), socket.inet_aton(lab.ip_b)
+    arp = mac_b + mac_a + b"\x08\x06" + bytes(28)
+    frames, stamped, as_is = [], Counter(), []
+    for i in range(1200):
+        sport, size = (5000, (18, 64, 1400)[i % 3]) if i % 2 == 0 else (5001, 200)
+        frames.append(frame(mac_a, mac_b, ip_a, ip_b, sport, 9000, bytes(rng.randrange(256) for _ in range(size))))
+        stamped[sport] += 1
+        if i % 200 == 0:
+            as_is += [len(frames), len(frames) + 1]
+            frames.append(arp)
+            frames.append(frame(mac_a, mac_b, ip_a, ip_b, 5002, 9000, b"0123456789"))
+    path = os.path.join(tmp, "foreign.pcap")
+    write_pcap(path, frames)
+    rx_json, cap_path = os.path.join(tmp, "rx-stamped.json"), os.path.join(tmp, "wire-stamped.pcap")
+    want_on_wire = len(frames) + 3 * 2
+    cap = subprocess.Popen(["ip", "netns", "exec", lab.ns_b, "tcpdump", "-n", "-s", "0", "-B", "16384", "-i", lab.if_b,
+                            "-c", str(want_on_wire), "-w", cap_path, "ether", "src", lab.mac(lab.ns_a, lab.if_a)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lab.procs.append(cap)
+    cap.stderr.readline()
+    rx = start_rx(lab, ["--backend", "afpacket", "--device", lab.if_b, "--json", rx_json, "--quiet"])
+    tx = subprocess.run(["ip", "netns", "exec", lab.ns_a, PKTGEN, "--replay", path, "--replay-stamp", "--backend",
+                         "afpacket", "--device", lab.if_a, "--rate", "20k", "--quiet"], capture_output=True, text=True,
+                        timeout=60)
+    c.eq("replay-stamp: pktgen exit code", tx.returncode, 0)
+    if tx.returncode:
+        print(tx.stdout[-1500:], tx.stderr[-1500:])
+    rc, out, err = finish(rx, timeout=60)
+    c.eq("replay-stamp: rx exit code", rc, 0)
+    try:
+        cap.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        cap.terminate()
+        cap.communicate(timeout=30)
+    r = result_record(rx_json, "rx")
+    rows = sorted((int(s["from"].rsplit(":", 1)[1]), s["received"], s["sent"], s["lost"]) for s in r["streams"])
+    c.eq("replay-stamp: rx streams (source port, received, sent by its end marker, lost)", rows,
+         [(5000, stamped[5000], stamped[5000], 0), (5001, stamped[5001], stamped[5001], 0)])
+    c.eq("replay-stamp: rx ended by its end markers", r["ended_by"], "end markers")
+    c.eq("replay-stamp: corrupt, malformed, bad UDP checksum", (r["corrupt"], r["malformed"], r["bad_udp_checksum"]),
+         (0, 0, 0))
+    wire = [f for _, f in pcap_records(cap_path)]
+    c.eq("replay-stamp: frames on the wire (the file's + 3 end markers per flow)", len(wire), want_on_wire)
+    c.eq("replay-stamp: the file's frames in order: those whose length or headers (up to the UDP checksum) differ",
+         [i for i, (w, f) in enumerate(zip(wire, frames)) if len(w) != len(f) or w[:40] != f[:40]], [])
+    c.eq("replay-stamp: the frames without room for a stamp (ARP, 10 B datagrams) byte for byte",
+         [wire[i] == frames[i] for i in as_is if i < len(wire)], [True] * len(as_is))
+    good = tshark_rows(cap_path, ["udp.checksum.status"], ("-Y", "udp"))
+    c.eq("replay-stamp: tshark: every UDP checksum good", sum(r_ == ["1"] for r_ in good), len(good))
+
+
 def bad_inputs(lab, tmp, good):
     empty = os.path.join(tmp, "empty.pcap")
     open(empty, "wb").close()
@@ -188,6 +253,7 @@ def main():
         c.eq("replay --count 2500 (null backend): exit code", r.returncode, 0)
         if r.returncode == 0:
             c.eq("replay --count 2500: frames sent (the file looped)", result_record(loop_json, "pktgen")["sent"], 2500)
+        replay_stamped(lab, tmp)
         bad_inputs(lab, tmp, short)
     c.done()
 
