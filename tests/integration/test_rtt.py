@@ -8,9 +8,11 @@ same time. Their workers are pinned to the two cores apart (unpinned on a
 1. every reflected packet is counted once at each end: tcpdump on side a
    sees exactly rx's `reflected` replies (plus the forged ones below), and
    pktgen's `replies` equal them (its socket dropped none);
-2. the round trip is a real one: min > 0, p50 within the range ping measured
-   under the same load (a factor of 4 either way: ping's ICMP echo is
-   answered in the kernel, ours in user space at both ends);
+2. the round trip is a real one: 0 < min <= max < 1 s, and on afxdp no
+   frame waits for a TX reclaim (p50 < 5 ms); how p50 compares with ping's
+   range under the same load is printed, not enforced (a speed is bench/rtt's
+   to measure: ping's echo is answered in the kernel, ours in user space at
+   both ends, and a wake-up on this 2-core VM moves a p50 several times over);
 3. forged replies sent as side b's rx port during the run are counted and
    named, never timed: 20 with another sender id, 15 stamped in the far
    future, 15 stamped before the run began, 10 not our format; 10 valid-looking
@@ -39,12 +41,12 @@ SPORT = 5000
 c = Checks("rtt")
 
 
-def in_range(what, ok):
-    """A timing check: enforced in the main suite, information under the sanitizers (they slow both tools)."""
-    if SANITIZED:
-        print(("ok   " if ok else "info ") + what + " (sanitized build: not enforced)", flush=True)
-    else:
-        c.true(what, ok)
+def beside_ping(what, p50_us, ping):
+    """How a round trip compares with ping's under the same load: printed, not enforced. A speed is
+    bench/rtt's to measure; on a shared 2-core VM a scheduler wake-up moves a p50 several times over."""
+    inside = ping[0] / 4 <= p50_us <= ping[1] * 4
+    print(f"info {what}: rtt p50 {p50_us:.1f} us, ping {ping[0]:.1f}..{ping[1]:.1f} us under the same load "
+          f"({'within' if inside else 'outside'} x4 either way)", flush=True)
 
 FORGER = r"""
 import sys, time
@@ -152,8 +154,7 @@ with tempfile.TemporaryDirectory() as tmp, Lab("t", subnet=77) as lab:
     if rtt["rtt_ns"] and ping:
         p50 = rtt["rtt_ns"]["p50"] / 1000
         c.true("socket: rtt min > 0 and max < 1 s", 0 < rtt["rtt_ns"]["min"] <= rtt["rtt_ns"]["max"] < 10**9, str(rtt))
-        in_range(f"socket: rtt p50 {p50:.1f} us within ping's {ping[0]:.1f}..{ping[1]:.1f} us under the same load "
-                 "(x4 either way)", ping[0] / 4 <= p50 <= ping[1] * 4)
+        beside_ping("socket", p50, ping)
     c.true("socket: the table shows the round trip", "rtt: min" in out and "from another sender id" in out, out[-600:])
     c.true("socket: rx's table says what it reflected", "reflected: " in rx_out, rx_out[-400:])
 
@@ -214,8 +215,10 @@ with tempfile.TemporaryDirectory() as tmp, Lab("t", subnet=77) as lab:
     c.eq("afxdp: side a's rx_packets = reflected + ping replies", counted, r["reflected"] + (ping[2] if ping else 0))
     if t["rtt"]["rtt_ns"] and ping:
         p50 = t["rtt"]["rtt_ns"]["p50"] / 1000
-        in_range(f"afxdp: rtt p50 {p50:.1f} us within ping's {ping[0]:.1f}..{ping[1]:.1f} us (x4 either way)",
-                 ping[0] / 4 <= p50 <= ping[1] * 4)
+        beside_ping("afxdp", p50, ping)
+        # A frame that waited in the TX ring for the next reclaim (a UMEM's worth, ~40 ms at 100 kpps) would put
+        # the median past 5 ms: two orders of magnitude above any wake-up noise seen here.
+        c.true(f"afxdp: no frame waits for a reclaim (rtt p50 {p50:.1f} us < 5 ms)", p50 < 5000)
     c.eq("afxdp: rx's one-way latency says the same (p99 under 10 ms)", (r["latency_ns"] or {}).get("p99", 10**9) < 10**7, True)
 
     for args, want, tag in ((["--backend", "xdp", "--device", lab.if_b, "--reflect"], "cannot send packets back", "rx xdp --reflect"),
