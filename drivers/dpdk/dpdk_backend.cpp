@@ -119,6 +119,7 @@ extern const BackendDescriptor dpdk_backend = {
     .cleanup = nullptr,
     .eal_args = true,
     .replays = true,  // an mbuf takes any frame up to its data room
+    .rx_reflects = true,  // a reply leaves in the mbuf it came in, on the worker's TX queue
 };
 
 }  // namespace rateline::drivers

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <string>
 
+#include "net/frame.hpp"
 #include "util/errors.hpp"
 
 namespace rateline::drivers {
@@ -57,7 +58,24 @@ void DpdkTxQueue::flush() {
 
 DpdkRxQueue::DpdkRxQueue(const DpdkRxConfig& cfg)
     : port_(cfg.port), queue_(cfg.queue), batch_(cfg.batch), report_port_drops_(cfg.report_port_drops),
-      mbufs_(cfg.batch), frames_(cfg.batch) {}
+      mbufs_(cfg.batch), frames_(cfg.batch), replies_(cfg.batch), reply_index_(cfg.batch) {}
+
+engine::ReflectResult DpdkRxQueue::reflect(std::span<const uint32_t> picks) {
+  uint16_t n = 0;
+  for (uint32_t i : picks) {
+    rte_mbuf* m = mbufs_[i];
+    const std::span<uint8_t> frame(rte_pktmbuf_mtod(m, uint8_t*), m->data_len);
+    const net::ParsedUdp p = net::parse_udp_frame(frame);
+    if (p.status != net::ParseStatus::ok) continue;  // cannot happen: only checked data packets are picked
+    net::reflect_udp_frame(frame, p);
+    m->ol_flags &= ~RTE_MBUF_F_TX_OFFLOAD_MASK;  // sent as it stands: no offload asked of the PMD
+    replies_[n] = m;
+    reply_index_[n++] = i;
+  }
+  const uint16_t sent = n ? rte_eth_tx_burst(port_, queue_, replies_.data(), n) : 0;
+  for (uint16_t k = 0; k < sent; ++k) mbufs_[reply_index_[k]] = nullptr;  // the PMD's now
+  return {sent, static_cast<uint32_t>(n - sent)};
+}
 
 DpdkRxQueue::~DpdkRxQueue() {
   if (held_) release();

@@ -20,6 +20,10 @@
 // by the engine, rte_pktmbuf_free_bulk on release(). An idle queue spins for
 // a while, then sleeps 20 us between empty polls, so an idle rx on a shared
 // machine does not burn a core; the RX ring covers a sleep at 10G line rate.
+// rx --reflect turns a picked frame around in its own mbuf (ends swapped, the
+// UDP checksum written afresh, as net::reflect_udp_frame does for every
+// reflector) and hands it to the worker's TX queue of the same port: no copy. What the PMD takes is
+// its to free; what it refuses stays held and is freed on release().
 //
 // Workers are std::threads pinned by the caller; the constructor registers
 // the thread as a DPDK lcore (rte_thread_register) so the mempool's per-lcore
@@ -182,9 +186,11 @@ class DpdkRxQueue {
   }
 
   void release() {
-    rte_pktmbuf_free_bulk(mbufs_.data(), held_);
+    rte_pktmbuf_free_bulk(mbufs_.data(), held_);  // reflected ones were set to null: the PMD frees those
     held_ = 0;
   }
+
+  engine::ReflectResult reflect(std::span<const uint32_t> picks);
 
   // imissed (RX ring full) + rx_nombuf (mempool empty) of the port, from the
   // queue that reports them (the others say 0, so workers add up once).
@@ -202,6 +208,8 @@ class DpdkRxQueue {
   bool report_port_drops_ = false;
   std::vector<rte_mbuf*> mbufs_;
   std::vector<engine::RxFrame> frames_;
+  std::vector<rte_mbuf*> replies_;        // rx --reflect: this batch's turned-around mbufs
+  std::vector<uint32_t> reply_index_;     // where each came from in mbufs_
   DpdkLcore lcore_;
 };
 
