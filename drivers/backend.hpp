@@ -120,7 +120,7 @@ struct RxOptions {
   uint32_t max_streams = 256;
   uint64_t expect = 0;                // --count: packets expected (0 = learn from end markers)
   bool layers = false;                // --layers: count at the driver and again at the sockets
-  bool reflect = false;               // --reflect: the receive queues send replies (rx_reflects backends)
+  uint32_t reflect_every = 0;         // --reflect-every (1 with --reflect alone, 0 without): rx_reflects backends
   unsigned threads = 1;
   std::vector<std::string> eal_args;
   topo::Placement placement;
@@ -196,7 +196,7 @@ struct BackendDescriptor {
   bool replays = false;        // pktgen --replay: its queue takes whole frames of any length up to its slots
   bool one_size = false;       // sends one packet size per run (pktgen --size a,b,c is refused)
   bool rx_in_kernel = false;   // its receiver counts in the kernel: no frame reaches rx (rx --pcap-out is refused)
-  bool rx_reflects = false;    // rx --reflect: its receive queue sends packets back (engine::ReflectingRxQueue)
+  bool rx_reflects = false;    // rx --reflect: its receive queue sends packets back (engine::ReflectingRxQueue; xdp: XDP_TX)
   // pktgen --rtt: the replies to its packets can be read here. Socket
   // backends read them from their own sockets; frames sent through a kernel
   // interface come back to the kernel, where a socket bound to the source

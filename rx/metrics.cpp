@@ -59,7 +59,7 @@ void per_worker(report::PrometheusText& page, size_t workers, bool reflecting, C
     family("rateline_rx_reflected_packets_total", "rx --reflect: data packets sent back to their senders (JSON: reflected).",
            &stats::RxCounters::reflected);
     family("rateline_rx_reflect_dropped_packets_total",
-           "rx --reflect: replies the socket had no room for, dropped without waiting (JSON: reflect_failed).",
+           "rx --reflect: replies the socket or TX ring had no room for or the driver failed to send, dropped without waiting (JSON: reflect_failed).",
            &stats::RxCounters::reflect_failed);
   }
 }

@@ -189,7 +189,8 @@ int parse_options(int argc, char** argv, Config& cfg) {
       cfg.reflect_every = reflect_every.empty() ? 1 : static_cast<uint32_t>(in_range<uint64_t>(
           "--reflect-every", convert("--reflect-every", [&] { return units::parse_count(reflect_every); }), 1, 1'000'000));
       if (cfg.backend != "auto" && !drivers::describe_backend(cfg.backend).rx_reflects)
-        throw cli::UsageError("--reflect: --backend " + cfg.backend + " cannot send packets back; receive with socket, uring, afpacket or afxdp");
+        throw cli::UsageError("--reflect: --backend " + cfg.backend + " cannot send packets back; receive with socket, uring, afpacket, afxdp, dpdk or xdp");
+      if (cfg.layers) throw cli::UsageError("--reflect with --layers: a frame sent back cannot also go on to the sockets; drop one");
     }
     cfg.metrics = metrics.parse();
     cfg.port_set = cli::port_devices(cfg.device);

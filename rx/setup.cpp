@@ -30,7 +30,7 @@ Run set_up(const Config& cfg) {
     throw SetupError("--pcap-out: the " + std::string(desc.name) + " receiver counts in the kernel, no frame reaches rx: "
                      "give --backend afxdp, afpacket, socket, uring or dpdk");
   if (cfg.reflect_every && !desc.rx_reflects)
-    throw SetupError("--reflect: the " + std::string(desc.name) + " receiver cannot send packets back: give --backend socket, uring, afpacket or afxdp");
+    throw SetupError("--reflect: the " + std::string(desc.name) + " receiver cannot send packets back: give --backend socket, uring, afpacket, afxdp, dpdk or xdp");
   const std::string cores = cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores;
   run.placement = topo::place_workers(cfg.threads, cores, cores == "auto" ? topo::device_numa_node(run.device, cfg.dpdk_args) : -1);
   o.bind = run.bind;
@@ -42,7 +42,7 @@ Run set_up(const Config& cfg) {
   o.batch = cfg.batch;
   o.rcvbuf_bytes = cfg.rcvbuf_bytes;
   o.max_streams = cfg.max_streams;
-  o.reflect = cfg.reflect_every != 0;
+  o.reflect_every = cfg.reflect_every;
   o.expect = cfg.expect;
   o.layers = cfg.layers;
   o.threads = cfg.threads;

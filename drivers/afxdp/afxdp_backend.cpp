@@ -36,7 +36,7 @@ class AfXdpRx : public QueueRxBackend<AfXdpRxQueue, XskConfig> {
         guard_(o.port, o.ipv6, o.port_count),
         iface_(o.iface),
         batch_(o.batch),
-        reflect_(o.reflect) {}
+        reflect_(o.reflect_every != 0) {}
   std::vector<std::string> buffer_lines(const RxWorkerInfo&) const override {
     const XskConfig c = config(0);
     return {"receive buffer: AF_XDP UMEM of " + std::to_string(c.frames) + " x " + std::to_string(c.frame_bytes) +

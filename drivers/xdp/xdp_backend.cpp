@@ -47,7 +47,7 @@ class XdpTx : public TxBackend {
 class XdpRx : public RxBackend {
  public:
   explicit XdpRx(const RxOptions& o)
-      : program_(XdpRxConfig{o.iface, o.port, o.port_count, o.max_streams, o.layers, o.slot_bytes - 1}),
+      : program_(XdpRxConfig{o.iface, o.port, o.port_count, o.max_streams, o.layers, o.slot_bytes - 1, o.reflect_every}),
         sockets_([cfg = udp_rx_config(o)](unsigned) { return cfg; }),
         o_(o) {
     // Without --layers no socket of ours holds the port, and what the program
@@ -58,6 +58,11 @@ class XdpRx : public RxBackend {
   unsigned workers(unsigned threads) const override { return o_.layers ? threads : 1; }
   bool workers_see_frames() const override { return !o_.layers; }
   std::vector<std::string> buffer_lines(const RxWorkerInfo& first) const override {
+    if (!o_.layers && o_.reflect_every)
+      return {"receive buffer: none: XDP program (" + program_.mode() + ") on " + o_.iface.name +
+                  " counts our frames in the driver and returns the ones it reflects by XDP_TX",
+              "reflect: the driver's failed XDP_TX are counted (its xdp tracepoints); a veth delivers replies only "
+              "to a peer that runs an XDP program of its own"};
     if (!o_.layers)
       return {"receive buffer: none: XDP program (" + program_.mode() + ") on " + o_.iface.name +
               " counts our frames in the driver and drops them"};
@@ -153,6 +158,7 @@ extern const BackendDescriptor xdp_backend = {
     .rx_drops_in_xdp = true,
     .one_size = true,  // the in-kernel generator copies one template frame per run
     .rx_in_kernel = true,
+    .rx_reflects = true,  // XDP_TX, in place, in the driver
 };
 
 }  // namespace rateline::drivers

@@ -54,6 +54,12 @@ void BpfObject::set_max_entries(const char* map, uint32_t entries) {
     throw BackendUnavailable(std::string("Couldn't size the map ") + map + " of " + name_);
 }
 
+void BpfObject::set_autoload(const char* prog, bool load) {
+  bpf_program* p = bpf_object__find_program_by_name(obj_, prog);
+  if (!p || bpf_program__set_autoload(p, load) != 0)
+    throw BackendUnavailable(std::string("Couldn't choose whether to load ") + prog + " of " + name_);
+}
+
 void BpfObject::load() {
   if (const int err = bpf_object__load(obj_); err != 0)
     throw BackendUnavailable(bpf_error(err, "load the BPF program " + name_) +

@@ -22,6 +22,7 @@ class BpfObject {
   // Before load(): the .rodata image (its exact size) and a map's entries.
   void set_rodata(const void* data, size_t bytes);
   void set_max_entries(const char* map, uint32_t entries);
+  void set_autoload(const char* prog, bool load);  // a program the run does not need is not loaded
   void load();
 
   int map_fd(const char* map) const;

@@ -10,7 +10,9 @@
 // Everything that is not ours (other EtherTypes, other ports, other UDP on
 // our port) is XDP_PASS: the host keeps working. Ours is XDP_DROP once
 // counted (the driver-layer ceiling), or XDP_PASS with rx --layers so that
-// the socket path counts it again.
+// the socket path counts it again. With rx --reflect, a counted data packet
+// (every Nth per CPU) is turned around in place and returned as XDP_TX; the
+// driver's failures to send it are counted from its xdp tracepoints.
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
@@ -19,6 +21,7 @@
 #include <linux/udp.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
 
 #include "net/udp_parse.bpf.h"
 #include "xdp_shared.h"
@@ -66,6 +69,20 @@ static __always_inline __u64 be64_at(const __u8 *p) { return __builtin_bswap64(*
 static __always_inline __u32 be32_at(const __u8 *p) { return __builtin_bswap32(*(const __u32 *)p); }
 static __always_inline __u16 be16_at(const __u8 *p) { return (__u16)(p[0] << 8 | p[1]); }
 
+// The last `tail` (1..7) bytes at tp as one little-endian word, zero-padded
+// (how both payload sums take a length that is not a multiple of 8).
+static __always_inline int partial_word(const __u8 *tp, const void *end, __u32 tail, __u64 *word) {
+  __u64 w = 0;
+  for (__u32 k = 0; k < 7; k++) {
+    if (k >= tail) break;
+    barrier_var(tp);
+    if ((void *)(tp + k + 1) > end) return -1;
+    w |= (__u64)tp[k] << (8 * k);
+  }
+  *word = w;
+  return 0;
+}
+
 // wire::payload_checksum's share of words 4.. and of the zero-padded
 // partial last word, for a payload of plen bytes at pl. Its own BPF function
 // (not inlined) so that its loops have the registers to themselves:
@@ -104,14 +121,8 @@ static __attribute__((noinline)) int pattern_share(const __u8 *pl, const void *e
   // loop exit reaches it in the same verifier state (verified once).
   const __u32 tail = plen & 7;
   if (tail) {
-    const __u8 *tp = pl + (plen & ~7u);
-    __u64 w = 0;
-    for (__u32 k = 0; k < 7; k++) {
-      if (k >= tail) break;
-      barrier_var(tp);
-      if ((void *)(tp + k + 1) > end) return -1;
-      w |= (__u64)tp[k] << (8 * k);
-    }
+    __u64 w;
+    if (partial_word(pl + (plen & ~7u), end, tail, &w)) return -1;
     share += w * (2 * full + 1);
   }
   *acc += share;
@@ -181,6 +192,7 @@ __attribute__((noinline)) int count_data(const struct rl_stream_key *key, __u32 
   }
   t->data++;
   t->payload_bytes += plen;
+  const int reflect = cfg.reflect_every && t->data % cfg.reflect_every == 0;
 
   bpf_spin_lock(&s->lock);
   if (!(s->flags & RL_STREAM_SEEN) || !s->first_ns) s->first_ns = now;
@@ -210,6 +222,116 @@ __attribute__((noinline)) int count_data(const struct rl_stream_key *key, __u32 
   s->prev_rx_ns = now;
   s->flags |= RL_STREAM_HAVE_PREV;
   bpf_spin_unlock(&s->lock);
+  return reflect;
+}
+
+// rx --reflect: the datagram's UDP checksum over every byte, written afresh
+// (a sender on this host may have left it for offload, and the reply must
+// pass the sender's kernel). Native-order loads: a ones'-complement sum does
+// not depend on byte order (RFC 1071), 32-bit halves fold into 16 bits.
+static __attribute__((noinline)) int write_udp_checksum(const __u8 *l3, __u8 *u, const void *end, __u32 udp_len,
+                                                        __u32 ipv6) {
+  if ((void *)(u + 8) > end || udp_len > 8 + RL_MAX_PAYLOAD) return -1;  // the bound keeps offsets verifiable
+  u[6] = u[7] = 0;
+  __u64 acc = bpf_htons(IPPROTO_UDP) + bpf_htons((__u16)udp_len);
+  if (ipv6) {
+    if ((void *)(l3 + 40) > end) return -1;
+    for (__u32 k = 8; k < 40; k += 4) acc += *(const __u32 *)(l3 + k);
+  } else {
+    if ((void *)(l3 + 20) > end) return -1;
+    acc += *(const __u32 *)(l3 + 12) + (__u64) * (const __u32 *)(l3 + 16);
+  }
+  const __u32 full = udp_len >> 3;
+  const __u8 *p = u;
+  for (__u32 n = 0; n < (RL_MAX_PAYLOAD + 8) / 32; n++) {  // four words per bounds check
+    if (n >= full >> 2) break;
+    barrier_var(p);
+    if ((void *)(p + 32) > end) return -1;
+    const __u64 w0 = *(const __u64 *)p, w1 = *(const __u64 *)(p + 8), w2 = *(const __u64 *)(p + 16),
+                w3 = *(const __u64 *)(p + 24);
+    acc += (w0 & 0xffffffff) + (w0 >> 32) + (w1 & 0xffffffff) + (w1 >> 32) + (w2 & 0xffffffff) + (w2 >> 32) +
+           (w3 & 0xffffffff) + (w3 >> 32);
+    p += 32;
+  }
+  for (__u32 n = 0; n < 3; n++) {  // the last 0..3 full words
+    if (n >= (full & 3)) break;
+    barrier_var(p);
+    if ((void *)(p + 8) > end) return -1;
+    const __u64 w = *(const __u64 *)p;
+    acc += (w & 0xffffffff) + (w >> 32);
+    p += 8;
+  }
+  const __u32 tail = udp_len & 7;  // zero-padded, from udp_len so every loop exit meets here alike
+  if (tail) {
+    __u64 w;  // (udp_len & ~7: the mask says its bound again for the verifier)
+    if (partial_word(u + (udp_len & 0x3ff8), end, tail, &w)) return -1;
+    acc += (w & 0xffffffff) + (w >> 32);
+  }
+  __u16 sum = ~rl_ones_fold(acc);
+  if (!sum) sum = 0xffff;  // zero means "no checksum" (IPv4) and is refused (IPv6)
+  if ((void *)(u + 8) > end) return -1;
+  *(__u16 *)(u + 6) = sum;
+  return 0;
+}
+
+static __always_inline void swap_bytes(__u8 *a, __u8 *b, __u32 n) {
+  for (__u32 k = 0; k < n; k++) {
+    const __u8 x = a[k];
+    a[k] = b[k];
+    b[k] = x;
+  }
+}
+
+// rx --reflect: the frame back to where it came from, as net::reflect_udp_frame
+// does for the other receivers: Ethernet, IP and UDP ends swapped (VLAN tags
+// and the IPv4 header checksum unchanged: swapping does not move a sum), the
+// UDP checksum written afresh. XDP_TX, or `ours` when the frame is not whole.
+__attribute__((noinline)) int reflect(struct xdp_md *ctx, __u32 l3_off, __u32 udp_off, __u32 ipv6, int ours) {
+  __u8 *data = (__u8 *)(long)ctx->data;
+  void *end = (void *)(long)ctx->data_end;
+  __u32 zero = 0;
+  struct rl_rx_totals *t = bpf_map_lookup_elem(&rx_totals, &zero);
+  if (!t) return ours;
+  __u8 *l3 = data + (l3_off & 0x3f);
+  __u8 *udp = data + (udp_off & 0xff);
+  if ((void *)(data + 12) > end) return ours;
+  swap_bytes(data, data + 6, 6);
+  if (ipv6) {
+    if ((void *)(l3 + 40) > end) return ours;
+    swap_bytes(l3 + 8, l3 + 24, 16);
+  } else {
+    if ((void *)(l3 + 20) > end) return ours;
+    swap_bytes(l3 + 12, l3 + 16, 4);
+  }
+  if ((void *)(udp + 8) > end) return ours;
+  swap_bytes(udp, udp + 2, 2);
+  if (write_udp_checksum(l3, udp, end, be16_at(udp + 4), ipv6)) return ours;
+  t->reflect_tx++;
+  return XDP_TX;
+}
+
+// The driver's failures to send our XDP_TX frames, on this interface only:
+// one frame (xdp_exception: most drivers, and generic XDP) or a bulk (veth's
+// xdp_bulk_tx flush). Same CPU, same softirq as the program: the per-CPU
+// totals need no atomics.
+struct net_device {
+  int ifindex;
+} __attribute__((preserve_access_index));
+struct bpf_prog;
+
+SEC("tp_btf/xdp_exception")
+int BPF_PROG(rateline_reflect_exception, const struct net_device *dev, const struct bpf_prog *prog, __u32 act) {
+  __u32 zero = 0;
+  struct rl_rx_totals *t = bpf_map_lookup_elem(&rx_totals, &zero);
+  if (t && act == XDP_TX && dev->ifindex == (int)cfg.ifindex) t->reflect_failed++;
+  return 0;
+}
+
+SEC("tp_btf/xdp_bulk_tx")
+int BPF_PROG(rateline_reflect_bulk, const struct net_device *dev, int sent, int drops, int err) {
+  __u32 zero = 0;
+  struct rl_rx_totals *t = bpf_map_lookup_elem(&rx_totals, &zero);
+  if (t && drops > 0 && dev->ifindex == (int)cfg.ifindex) t->reflect_failed += drops;
   return 0;
 }
 
@@ -289,7 +411,7 @@ __attribute__((noinline)) int count_short(struct xdp_md *ctx, __u32 l3_off, __u3
       return ours;
     }
   }
-  count_data(&key, plen, seq, tx48, 1);
+  if (count_data(&key, plen, seq, tx48, 1)) return reflect(ctx, l3_off, udp_off, ipv6, ours);
   return ours;
 malformed:
   t->malformed++;
@@ -377,7 +499,7 @@ int rateline_count(struct xdp_md *ctx) {
     return ours;
   }
 
-  count_data(&key, plen, seq, tx_ns, 0);
+  if (count_data(&key, plen, seq, tx_ns, 0)) return reflect(ctx, (__u32)(at.l3 - (__u8 *)data), udp_off, at.ipv6, ours);
   return ours;
 
 malformed:

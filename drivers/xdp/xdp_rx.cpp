@@ -23,9 +23,9 @@ namespace rateline::drivers {
 static_assert(RL_WINDOW_BITS == stats::SequenceTracker::kWindow);
 static_assert(RL_LAT_SUB_BITS == stats::LatencyHistogram::kSubBits && RL_LAT_BUCKETS == stats::LatencyHistogram::kBuckets);
 static_assert(RL_MAX_PAYLOAD <= 65535 && RL_MAX_PAYLOAD % 8 == 0);
-static_assert(sizeof(rl_rx_config) == 16);
+static_assert(sizeof(rl_rx_config) == 24);
 static_assert(sizeof(rl_end_body) == 32);
-static_assert(sizeof(rl_rx_totals) == 11 * 8);
+static_assert(sizeof(rl_rx_totals) == 13 * 8);
 static_assert(sizeof(rl_stream_key) == 24);
 
 XdpRxProgram::XdpRxProgram(const XdpRxConfig& cfg) : cfg_(cfg) {
@@ -38,10 +38,21 @@ XdpRxProgram::XdpRxProgram(const XdpRxConfig& cfg) : cfg_(cfg) {
   rc.max_streams = cfg.max_streams;
   rc.pass_counted = cfg.pass_counted ? 1 : 0;
   rc.max_payload = cfg.max_payload;
+  rc.reflect_every = cfg.reflect_every;
+  rc.ifindex = static_cast<uint32_t>(cfg.iface.index);
+  static constexpr const char* kTxFailurePrograms[2] = {"rateline_reflect_exception", "rateline_reflect_bulk"};
   obj_ = std::make_unique<BpfObject>(kXdpRxObject, kXdpRxObject_size, "rateline_count");
   obj_->set_rodata(&rc, sizeof rc);
   obj_->set_max_entries("rx_streams", cfg.max_streams);
+  for (const char* p : kTxFailurePrograms) obj_->set_autoload(p, cfg.reflect_every != 0);
   obj_->load();
+  if (cfg.reflect_every)
+    for (int i = 0; i < 2; ++i) {
+      std::string why;
+      tx_failures_[i].reset(obj_->attach(kTxFailurePrograms[i], why));
+      // Without them a failed XDP_TX would pass for a reply sent: no reflecting uncounted.
+      if (!tx_failures_[i]) throw BackendUnavailable(why + " (--reflect on xdp counts the driver's send failures there)");
+    }
   totals_fd_ = obj_->map_fd("rx_totals");
   streams_fd_ = obj_->map_fd("rx_streams");
   bpf_program* prog = bpf_object__find_program_by_name(obj_->get(), "rateline_count");
@@ -59,6 +70,8 @@ XdpRxProgram::XdpRxProgram(const XdpRxConfig& cfg) : cfg_(cfg) {
 XdpRxProgram::~XdpRxProgram() {
   if (link_) bpf_link__destroy(link_);
 }
+
+void XdpRxProgram::LinkCloser::operator()(bpf_link* l) const { bpf_link__destroy(l); }
 
 engine::RxResult XdpRxProgram::read(bool with_latency) const {
   engine::RxResult r;
@@ -80,7 +93,11 @@ engine::RxResult XdpRxProgram::read(bool with_latency) const {
       c.bad_udp_checksum += t.bad_udp_checksum;
       c.udp_checksum_unfilled += t.udp_checksum_unfilled;
       c.fragments += t.fragments;
+      c.reflected += t.reflect_tx;
+      c.reflect_failed += t.reflect_failed;
     }
+    // A failure is counted on the CPU that flushed, a frame on the one that sent it: compare the sums.
+    c.reflected -= std::min(c.reflected, c.reflect_failed);
   }
 
   // Walks the hash by key. Streams are only ever added, never deleted, so a

@@ -7,6 +7,11 @@
 // and at the end, and builds the engine's RxResult from them, so the report
 // (src/report/rx_summary.cpp) is the same as for every backend.
 //
+// rx --reflect: the program returns every Nth counted data packet by XDP_TX,
+// turned around in place; the driver's failures to send one are counted by
+// two tp_btf programs (xdp_exception, xdp_bulk_tx) for this interface: the
+// report's reflected is what the driver took, reflect_failed what it did not.
+//
 // rx --layers: the program counts our frames and passes them on; the socket
 // path counts them again; report::layers_table() shows per stream what reached the
 // driver, what reached the application, and the difference.
@@ -37,6 +42,7 @@ struct XdpRxConfig {
   uint32_t max_streams = 256;
   bool pass_counted = false;  // rx --layers: XDP_PASS our frames after counting them
   uint32_t max_payload = 65535;  // rx --max-size
+  uint32_t reflect_every = 0;    // rx --reflect: every Nth data packet (per CPU) goes back as XDP_TX
 };
 
 class XdpRxProgram {
@@ -67,6 +73,10 @@ class XdpRxProgram {
   XdpRxConfig cfg_;
   std::unique_ptr<BpfObject> obj_;
   bpf_link* link_ = nullptr;
+  struct LinkCloser {
+    void operator()(bpf_link* l) const;
+  };
+  std::unique_ptr<bpf_link, LinkCloser> tx_failures_[2];  // --reflect: the xdp_exception and xdp_bulk_tx tracepoints
   int totals_fd_ = -1, streams_fd_ = -1;
   std::string mode_;
 

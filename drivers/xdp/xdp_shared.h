@@ -218,6 +218,8 @@ struct rl_rx_config {
   rl_u32 max_streams;   /* entries of rx_streams: senders x streams */
   rl_u32 pass_counted;  /* rx --layers: pass our frames on after counting (else XDP_DROP) */
   rl_u32 max_payload;   /* rx --max-size: a longer UDP payload of ours is malformed, as on every receiver */
+  rl_u32 reflect_every; /* rx --reflect: every Nth data packet (per CPU) goes back by XDP_TX; 0 = none */
+  rl_u32 ifindex;       /* the interface the program sits on: whose XDP_TX failures are ours */
 };
 
 /* Per CPU (rx_totals, PERCPU_ARRAY of one): summed by userspace. */
@@ -233,6 +235,8 @@ struct rl_rx_totals {
   rl_u64 bad_udp_checksum;       /* short form: UDP checksum wrong (dropped, as the kernel would) */
   rl_u64 udp_checksum_unfilled;  /* short form: checksum left for offload by a sender on this host */
   rl_u64 fragments;       /* IP fragments (passed on: the stack reassembles them) */
+  rl_u64 reflect_tx;      /* rx --reflect: data packets turned around and returned as XDP_TX */
+  rl_u64 reflect_failed;  /* of those, what the driver failed to send (its xdp tracepoints) */
 };
 
 struct rl_end_body {

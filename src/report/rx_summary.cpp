@@ -272,7 +272,7 @@ std::string format_table(const RxSummary& s, bool ipv6) {
   }
   if (s.reflect_every) {
     std::snprintf(line, sizeof line, "reflected: %" PRIu64 " data packets sent back to their senders (every %u%s), %" PRIu64
-                  " dropped: the socket had no room\n", s.totals.reflected, s.reflect_every,
+                  " not sent: no room in the socket or TX ring, or the driver failed\n", s.totals.reflected, s.reflect_every,
                   s.reflect_every == 1 ? "" : "th", s.totals.reflect_failed);
     out += line;
   }

@@ -72,7 +72,7 @@ struct alignas(ring::kCacheLine) RxCounters {
   uint64_t unknown_stream = 0; // stream id beyond --max-streams
   uint64_t backend_drops = 0;  // drops the backend itself reports (SO_RXQ_OVFL, ring full...)
   uint64_t reflected = 0;      // rx --reflect: data packets sent back to their senders, unchanged
-  uint64_t reflect_failed = 0; // rx --reflect: of those picked, the socket had no room for (never waited on)
+  uint64_t reflect_failed = 0; // rx --reflect: of those picked, the socket or TX ring had no room for (never waited on), or the driver failed to send (xdp)
   uint64_t first_ns = 0;       // first data arrival
   uint64_t last_ns = 0;        // last data arrival
 };

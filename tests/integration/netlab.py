@@ -118,6 +118,28 @@ class Lab:
         ns, ifn = (self.ns_a, self.if_a) if side == "a" else (self.ns_b, self.if_b)
         return int(sh("cat", f"/sys/class/net/{ifn}/statistics/{name}", ns=ns, capture=True))
 
+    def add_ipv6(self, a6, b6):
+        """IPv6 on both veth ends (a6 on a, b6 on b, /64, no DAD) with permanent neighbours both ways."""
+        for ns, ifn, ip in ((self.ns_a, self.if_a, a6), (self.ns_b, self.if_b, b6)):
+            sh("sysctl", "-qw", f"net.ipv6.conf.{ifn}.disable_ipv6=0", ns=ns)
+            sh("ip", "-6", "addr", "add", f"{ip}/64", "dev", ifn, "nodad", ns=ns)
+        sh("ip", "-6", "neigh", "replace", b6, "lladdr", self.mac(self.ns_b, self.if_b), "dev", self.if_a,
+           "nud", "permanent", ns=self.ns_a)
+        sh("ip", "-6", "neigh", "replace", a6, "lladdr", self.mac(self.ns_a, self.if_a), "dev", self.if_b,
+           "nud", "permanent", ns=self.ns_b)
+
+    def xdp_pass(self, side, tmp):
+        """Attaches a native XDP program that passes every frame to side's veth: a veth delivers frames
+        that its peer returns by XDP_TX only to an end that runs one. `ip link set ... xdpdrv off` detaches."""
+        src, obj = os.path.join(tmp, "xdp_pass.c"), os.path.join(tmp, "xdp_pass.o")
+        with open(src, "w") as f:
+            f.write('#include <linux/bpf.h>\n__attribute__((section("xdp"), used)) int pass(struct xdp_md *c) '
+                    '{ return XDP_PASS; }\nchar _license[] __attribute__((section("license"), used)) = "GPL";\n')
+        sh("clang", "-O2", "-target", "bpf", f"-I/usr/include/{os.uname().machine}-linux-gnu", "-c", src, "-o", obj)
+        ns, ifn = (self.ns_a, self.if_a) if side == "a" else (self.ns_b, self.if_b)
+        sh("ip", "link", "set", "dev", ifn, "xdpdrv", "obj", obj, "sec", "xdp", ns=ns)
+        return ns, ifn
+
     def spawn(self, ns, args, **kw):
         p = subprocess.Popen(["ip", "netns", "exec", ns] + list(args), text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)

@@ -22,8 +22,10 @@ same time. Their workers are pinned to the two cores apart (unpinned on a
    no one-way latency, and the round trip is still measured, in range;
 6. on uring, afpacket and afxdp senders (replies read by a socket bound to
    the frames' source port) too, afxdp's one-way latency as small, rx
-   afpacket, afxdp and dpdk as the reflector (frames with swapped ends; dpdk's
-   port TX counter = rx's reflected), and the usage errors exit 2 (--reflect on a backend that
+   afpacket, afxdp, dpdk and xdp as the reflector (frames with swapped ends;
+   dpdk's port TX counter = rx's reflected; xdp's failed XDP_TX, all of them
+   when the veth peer runs no NAPI, = the veth's xdp_tx_errors; xdp's replies
+   to 64 B frames and over IPv6 pass the sender's UDP checksum), and the usage errors exit 2 (--reflect on a backend that
    cannot send back, --reflect-every without --reflect, --rtt on DPDK).
 """
 import os
@@ -83,7 +85,7 @@ def ping_range(lab, out):
     return (float(m.group(1)) * 1000, float(m.group(3)) * 1000, int(got.group(1))) if m and got else None
 
 
-def run(lab, tmp, tag, rx_extra=(), tx_extra=(), backend="socket", forge=False, shift_s=0, count=N, pings=100,
+def run(lab, tmp, tag, rx_extra=(), tx_extra=(), backend="socket", forge=False, shift_s=0, count=N, pings=100, dst=None,
         tcpdump=True, rx_backend=None):
     """One pktgen --rtt -> rx --reflect run with `pings` pings beside it. The
     observer: tcpdump on side a, or side a's rx_packets counter (with forge
@@ -110,9 +112,9 @@ def run(lab, tmp, tag, rx_extra=(), tx_extra=(), backend="socket", forge=False, 
     cmd = ["ip", "netns", "exec", lab.ns_a]
     if shift_s:
         cmd += ["unshare", "--time", "--fork", "--monotonic", str(shift_s)]
-    tx = subprocess.Popen(cmd + [PKTGEN, "--backend", backend, "--dst", lab.ip_b, "--src-port", str(SPORT), "--rtt", "--cores", "0",
-                                 "--count", str(count), "--rate", "100k", "--burst", "1", "--size", "200",
-                                 "--json", tx_json, *tx_extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    tx = subprocess.Popen(cmd + [PKTGEN, "--backend", backend, "--dst", dst or lab.ip_b, "--src-port", str(SPORT), "--rtt", "--cores", "0",
+                                 "--count", str(count), "--rate", "100k", "--burst", "1",
+                                 *(() if "--size" in tx_extra else ("--size", "200")), "--json", tx_json, *tx_extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True)
     first = tx.stdout.readline()
     sender = int(re.search(r"sender id (\d+)", first).group(1))
@@ -178,11 +180,14 @@ with tempfile.TemporaryDirectory() as tmp, Lab("t", subnet=77) as lab:
     c.eq("rx afpacket: replies = reflected = captured, all of them",
          (t["rtt"]["replies"], r["reflected"], captured), (20_000, 20_000, 20_000))
 
-    def reflector_run(rx_backend):
+    def reflector_run(rx_backend, tag=None, tx_extra=(), rx_extra=(), dst=None):
         """20000 packets at rx `rx_backend` reflecting; the accounting every reflector owes, whatever its speed."""
-        t, r, captured, _, _, _ = run(lab, tmp, f"rx-{rx_backend}", rx_backend=rx_backend, count=20_000)
+        t, r, captured, _, _, _ = run(lab, tmp, tag or f"rx-{rx_backend}", rx_backend=rx_backend, count=20_000,
+                                      tx_extra=tx_extra, rx_extra=rx_extra, dst=dst)
+        p50 = (t["rtt"]["rtt_ns"] or {}).get("p50")
         print(f"     rx {rx_backend}: received {r['received']}, lost {r['lost']}, reflected {r['reflected']}, "
-              f"reflect_failed {r['reflect_failed']}, socket_drops {r['socket_drops']}", flush=True)
+              f"reflect_failed {r['reflect_failed']}, socket_drops {r['socket_drops']}, "
+              f"rtt p50 {p50 / 1000 if p50 else '-'} us", flush=True)
         c.eq(f"rx {rx_backend}: replies = reflected = captured", (t["rtt"]["replies"], captured),
              (r["reflected"], r["reflected"]))
         c.eq(f"rx {rx_backend}: reflected + failed = received", r["reflected"] + r["reflect_failed"], r["received"])
@@ -204,6 +209,35 @@ with tempfile.TemporaryDirectory() as tmp, Lab("t", subnet=77) as lab:
     r = reflector_run("dpdk")
     c.true("rx dpdk: it reflected", r["reflected"] > 0, str(r["reflected"]))
     c.true("rx dpdk: the port's TX counter = reflected", r["dpdk"]["opackets"] == r["reflected"], str(r.get("dpdk")))
+
+    # xdp turns the frame around in the driver (XDP_TX). A veth hands it to a peer without NAPI nowhere:
+    # every XDP_TX fails, and rx must say so from the driver's own tracepoints (and agree with the veth's
+    # xdp_tx_errors), not count replies that never left. A peer with NAPI (GRO) but no XDP program of its
+    # own takes 256 (its ring) and is never woken for them; one with an XDP program gets them all.
+    def veth_xdp_tx_errors():
+        stats = sh("ethtool", "-S", lab.if_b, ns=lab.ns_b, capture=True)
+        return sum(int(v) for k, v in re.findall(r"(\S*xdp_tx_errors):\s*(\d+)", stats))
+
+    errors_before = veth_xdp_tx_errors()
+    r = reflector_run("xdp", tag="rx-xdp-no-napi")
+    c.eq("rx xdp, peer without NAPI: nothing reflected, every reply counted failed (= the veth's xdp_tx_errors)",
+         (r["reflected"], r["reflect_failed"], veth_xdp_tx_errors() - errors_before), (0, r["received"], r["received"]))
+    ns_a, if_a = lab.xdp_pass("a", tmp)
+    try:
+        errors_before = veth_xdp_tx_errors()
+        r = reflector_run("xdp")
+        c.true("rx xdp: it reflected", r["reflected"] > 0, str(r["reflected"]))
+        c.eq("rx xdp: its reflect_failed = the veth's xdp_tx_errors", r["reflect_failed"],
+             veth_xdp_tx_errors() - errors_before)
+        # 64 B frames carry the short header (its own parse path), and the reply's UDP checksum covers it too.
+        r = reflector_run("xdp", tag="rx-xdp-64", tx_extra=("--size", "18"))
+        c.true("rx xdp, 64 B frames: it reflected", r["reflected"] > 0, str(r["reflected"]))
+        # IPv6: the UDP checksum is mandatory there; the sender's kernel accepts the reply only with it right.
+        lab.add_ipv6("2001:db8:77::1", "2001:db8:77::2")
+        r = reflector_run("xdp", tag="rx-xdp-ipv6", tx_extra=("--ipv6",), rx_extra=("--ipv6",), dst="2001:db8:77::2")
+        c.true("rx xdp, IPv6: it reflected", r["reflected"] > 0, str(r["reflected"]))
+    finally:
+        sh("ip", "link", "set", "dev", if_a, "xdpdrv", "off", ns=ns_a)
 
     t, r, captured, ping, out, _ = run(lab, tmp, "afpacket", tx_extra=("--dst-mac", lab.mac(lab.ns_b, lab.if_b)),
                                        backend="afpacket", count=20_000)
@@ -237,7 +271,9 @@ with tempfile.TemporaryDirectory() as tmp, Lab("t", subnet=77) as lab:
         c.true(f"afxdp: no frame waits for a reclaim (rtt p50 {p50:.1f} us < 5 ms)", p50 < 5000)
     c.eq("afxdp: rx's one-way latency says the same (p99 under 10 ms)", (r["latency_ns"] or {}).get("p99", 10**9) < 10**7, True)
 
-    for args, want, tag in ((["--backend", "xdp", "--device", lab.if_b, "--reflect"], "cannot send packets back", "rx xdp --reflect"),
+    for args, want, tag in ((["--backend", "null", "--reflect"], "cannot send packets back", "rx null --reflect"),
+                            (["--backend", "xdp", "--device", lab.if_b, "--reflect", "--layers"], "--layers",
+                             "rx xdp --reflect --layers"),
                             (["--reflect-every", "5"], "--reflect-every needs --reflect", "rx --reflect-every alone")):
         p = subprocess.run(["ip", "netns", "exec", lab.ns_b, RX, *args], capture_output=True, text=True, timeout=30)
         c.eq(f"{tag}: exit 2", p.returncode, 2)

@@ -295,11 +295,7 @@ with tempfile.TemporaryDirectory() as tmp, Lab("x", subnet=20) as lab:
         skip("IPv6 from the generator")
     else:
         a6, b6 = "2001:db8:2545::1", "2001:db8:2545::2"
-        for ns, ifn, ip in ((lab.ns_a, lab.if_a, a6), (lab.ns_b, lab.if_b, b6)):
-            sh("sysctl", "-qw", f"net.ipv6.conf.{ifn}.disable_ipv6=0", ns=ns)
-            sh("ip", "-6", "addr", "add", f"{ip}/64", "dev", ifn, "nodad", ns=ns)
-        sh("ip", "-6", "neigh", "replace", b6, "lladdr", lab.mac(lab.ns_b, lab.if_b), "dev", lab.if_a, "nud", "permanent",
-           ns=lab.ns_a)
+        lab.add_ipv6(a6, b6)
         time.sleep(0.2)
         for rx_b in ("socket", "xdp"):
             r, t, delta = run(lab, tmp, "xdp", rx_b, f"IPv6 xdp->{rx_b}", dst=b6, rx_args=["--ipv6"],

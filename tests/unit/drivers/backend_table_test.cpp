@@ -61,8 +61,8 @@ TEST(BackendTable, ProgramsAskFlagsNotNames) {
   for (const char* n : {"afpacket", "afxdp", "dpdk", "null", "pcap"}) EXPECT_TRUE(describe_backend(n).replays) << n;
   for (const char* n : {"socket", "uring", "xdp"}) EXPECT_FALSE(describe_backend(n).replays) << n;
   // rx --reflect: queues that can send back what they received.
-  for (const char* n : {"socket", "uring", "afpacket", "afxdp", "dpdk"}) EXPECT_TRUE(describe_backend(n).rx_reflects) << n;
-  for (const char* n : {"xdp", "null", "pcap"}) EXPECT_FALSE(describe_backend(n).rx_reflects) << n;
+  for (const char* n : {"socket", "uring", "afpacket", "afxdp", "dpdk", "xdp"}) EXPECT_TRUE(describe_backend(n).rx_reflects) << n;
+  for (const char* n : {"null", "pcap"}) EXPECT_FALSE(describe_backend(n).rx_reflects) << n;
   const BackendDescriptor& none = describe_backend("nosuch");
   EXPECT_STREQ(none.name, "");
   EXPECT_FALSE(none.moves_packets || none.eal_args || none.rx_layers);
