@@ -21,9 +21,6 @@ namespace rateline::pktgen {
 
 namespace {
 
-// Streams (one per flow) one run may have (rx tracks 256 by default: --max-streams).
-constexpr uint32_t kMaxFlows = 4096;
-
 // One size of --size, in UDP payload bytes (as_l2: given as an Ethernet
 // frame incl. FCS: less the Ethernet, IP and UDP headers and the FCS).
 uint32_t payload_of_size(const Config& cfg, const std::string& text, bool as_l2, uint64_t max_payload) {

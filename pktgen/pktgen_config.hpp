@@ -16,6 +16,9 @@
 
 namespace rateline::pktgen {
 
+// Streams (one per flow) one run may have (rx tracks 256 by default: --max-streams).
+inline constexpr uint32_t kMaxFlows = 4096;
+
 enum class RateLayer { payload, l2, l1 };
 
 struct Config {

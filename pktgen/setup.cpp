@@ -294,7 +294,7 @@ Run set_up(const Config& cfg) {
     plan.ipv6 = cfg.ipv6;
     plan.vlan_tags = static_cast<uint8_t>(cfg.vlan_tci.size());
     if (cfg.replay_stamp) {
-      engine::stamp_replay(plan, run.sender_id, 4096);  // parse_options checked the capture
+      engine::stamp_replay(plan, run.sender_id, kMaxFlows);  // parse_options checked the capture
       run.streams = static_cast<uint16_t>(plan.flows.size());
     }
     run.workers.push_back(std::move(w));
