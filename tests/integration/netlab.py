@@ -289,3 +289,36 @@ def refused_usage(lab, c, args, want, tag):
     c.eq(f"bad input {tag}: exit code", p.returncode, 2)
     c.true(f"bad input {tag}: one line saying '{want}'", len(lines) == 1 and want in lines[0], p.stderr.strip())
     c.eq(f"bad input {tag}: nothing sent", lab.counter("a", "tx_packets") - before, 0)
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process so far, in seconds."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def link_flap(lab, c, tmp, rx_backend, tag):
+    """rx `rx_backend` on side b while its link goes down for 1 s between two runs of 1000 packets: it
+    must wait, not spin, while down (under 0.3 s of CPU), and count both runs (2000, count reached)."""
+    flap_json = os.path.join(tmp, f"rx-flap-{tag}.json")
+    rx = start_rx(lab, ["--backend", rx_backend, "--device", lab.if_b, "--count", "2000", "--idle", "0",
+                        "--json", flap_json, "--quiet"])
+    send = ["ip", "netns", "exec", lab.ns_a, PKTGEN, "--backend", "socket", "--dst", lab.ip_b, "--count", "1000",
+            "--rate", "20k", "--size", "500", "--quiet"]
+    first = subprocess.run(send + ["--end-markers", "0"], capture_output=True, text=True, timeout=30)
+    c.eq(f"{tag} link flap: first 1000 sent", first.returncode, 0)
+    time.sleep(0.3)
+    sh("ip", "link", "set", lab.if_b, "down", ns=lab.ns_b)
+    t0 = cpu_seconds(rx.pid)
+    time.sleep(1.0)
+    spent = cpu_seconds(rx.pid) - t0
+    c.true(f"{tag} link down for 1 s: rx waits instead of spinning ({spent:.2f} s of CPU)", spent < 0.3)
+    sh("ip", "link", "set", lab.if_b, "up", ns=lab.ns_b)
+    time.sleep(0.5)
+    second = subprocess.run(send, capture_output=True, text=True, timeout=30)
+    c.eq(f"{tag} link flap: 1000 more sent once it is up", second.returncode, 0)
+    rc, out, err = finish(rx)
+    c.eq(f"{tag} link flap: rx exit code", rc, 0)
+    flap = result_record(flap_json, "rx")
+    c.eq(f"{tag} link flap: rx counted both runs, before and after (received, ended by)",
+         (flap["received"], flap["ended_by"]), (2000, "count reached"))

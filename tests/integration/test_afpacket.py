@@ -13,7 +13,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import Checks, Lab, PKTGEN, finish, result_record, sh, start_rx
+from netlab import Checks, Lab, PKTGEN, finish, link_flap, result_record, sh, start_rx
 
 N = 20000
 c = Checks("afpacket")
@@ -85,33 +85,7 @@ with tempfile.TemporaryDirectory() as tmp, Lab("f", subnet=6) as lab:
 
     # The receiver's link goes down and comes back mid-run: while it is down rx sleeps (the socket's
     # ENETDOWN is read, not left pending to make every poll return at once), and afterwards it counts on.
-    flap_json = os.path.join(tmp, "rx-flap.json")
-    rx = start_rx(lab, ["--backend", "afpacket", "--device", lab.if_b, "--count", "2000", "--idle", "0",
-                        "--json", flap_json, "--quiet"])
-    send = ["ip", "netns", "exec", lab.ns_a, PKTGEN, "--backend", "socket", "--dst", lab.ip_b, "--count", "1000",
-            "--rate", "20k", "--size", "500", "--quiet"]
-    first = subprocess.run(send + ["--end-markers", "0"], capture_output=True, text=True, timeout=30)
-    c.eq("link flap: first 1000 sent", first.returncode, 0)
-    time.sleep(0.3)
-    sh("ip", "link", "set", lab.if_b, "down", ns=lab.ns_b)
-
-    def cpu_s(pid):
-        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
-
-    t0 = cpu_s(rx.pid)
-    time.sleep(1.0)
-    spent = cpu_s(rx.pid) - t0
-    c.true(f"link down for 1 s: rx waits instead of spinning ({spent:.2f} s of CPU)", spent < 0.3)
-    sh("ip", "link", "set", lab.if_b, "up", ns=lab.ns_b)
-    time.sleep(0.5)
-    second = subprocess.run(send, capture_output=True, text=True, timeout=30)
-    c.eq("link flap: 1000 more sent once it is up", second.returncode, 0)
-    rc, out, err = finish(rx)
-    c.eq("link flap: rx exit code", rc, 0)
-    flap = result_record(flap_json, "rx")
-    c.eq("link flap: rx counted both runs, before and after (received, ended by)",
-         (flap["received"], flap["ended_by"]), (2000, "count reached"))
+    link_flap(lab, c, tmp, "afpacket", "afpacket")
 
     # Without CAP_NET_RAW: the capability is named, and the socket fallback.
     nopriv = subprocess.run(["ip", "netns", "exec", lab.ns_a, "setpriv", "--reuid=65534", "--regid=65534",

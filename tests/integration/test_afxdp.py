@@ -3,7 +3,8 @@
 exact against the interface counters; loss injected before the wire (netdev
 egress drop the sender cannot see) is counted exactly; the host keeps
 working while rx steers our port (ping passes); no XDP program is left on
-the interface after rx exits, after SIGINT, and after SIGKILL (bpf_link)."""
+the interface after rx exits, after SIGINT, and after SIGKILL (bpf_link); a
+link that goes down mid-run costs rx no CPU and it counts on when it is up."""
 import json
 import os
 import signal
@@ -13,7 +14,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import RX, Checks, Lab, PKTGEN, finish, result_record, sh, start_rx
+from netlab import RX, Checks, Lab, PKTGEN, finish, link_flap, result_record, sh, start_rx
 
 N = 20000
 c = Checks("afxdp")
@@ -87,4 +88,7 @@ with tempfile.TemporaryDirectory() as tmp, Lab("z", subnet=12) as lab:
                            text=True, timeout=10)
     c.eq("rx --xdp-cleanup on a clean interface: exit code", clean.returncode, 0)
     c.true("rx --xdp-cleanup says there is none", "no XDP program" in clean.stdout, clean.stdout)
+
+    # The link goes down mid-run: rx waits (no busy poll of a dead ring) and counts on once it is up.
+    link_flap(lab, c, tmp, "afxdp", "afxdp")
 c.done()

@@ -27,7 +27,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import RX, Checks, Lab, PKTGEN, finish, result_record, sh, start_rx
+from netlab import RX, Checks, Lab, PKTGEN, finish, link_flap, result_record, sh, start_rx
 from inject_frames import M64, STEP, pattern_seed, payload_checksum, pcap_frames
 
 N = 20000
@@ -302,4 +302,7 @@ with tempfile.TemporaryDirectory() as tmp, Lab("x", subnet=20) as lab:
                               tx_args=["--ipv6", "--count", "10000", "--rate", "50k", "--size", "1001"])
             c.eq(f"IPv6 xdp->{rx_b}: received", r["received"], 10000)
             c.eq(f"IPv6 xdp->{rx_b}: lost", r["lost"], 0)
+
+    # The link goes down mid-run: the program stays attached, rx's reader sleeps, and counting goes on.
+    link_flap(lab, c, tmp, "xdp", "xdp")
 c.done()
