@@ -72,7 +72,10 @@ class XdpRx : public RxBackend {
   }
   const char* receive_stamps() const override {
     // --layers: the table's latency is the sockets' (the XDP layer's is in its own lines).
-    return o_.layers ? "the kernel's, per datagram (SO_TIMESTAMPNS)" : "the XDP program's, per frame (bpf_ktime_get_ns)";
+    static_assert(RL_TIME_EVERY == 16, "the text below names it");
+    return o_.layers ? "the kernel's, per datagram (SO_TIMESTAMPNS)"
+                     : "the XDP program's (bpf_ktime_get_ns) for sequences that are multiples of 16: latency and "
+                       "jitter from those; every packet counted and checked";
   }
   // Without --layers no worker sees a stream: the maps' totals decide.
   bool ends_by_totals() const override { return !o_.layers; }

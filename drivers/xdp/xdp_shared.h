@@ -200,6 +200,12 @@ struct rl_tx_stream {
  * frames between share the stamp (as a batch does on the other backends). */
 #define RL_STAMP_EVERY 32
 
+/* The counter times (latency, jitter) the packets whose sequence is a
+ * multiple of this, with a precise clock read; every packet is still counted
+ * and checked, and stamps the stream's last activity from the coarse clock
+ * (CLOCK_MONOTONIC_COARSE: one tick behind at most). A power of two. */
+#define RL_TIME_EVERY 16
+
 /* Transmit results the xdp tracepoints report for one worker thread
  * (tx_xmit, keyed by thread id): what the egress driver took and refused. */
 struct rl_tx_xmit {

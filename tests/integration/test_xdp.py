@@ -138,8 +138,10 @@ with tempfile.TemporaryDirectory() as tmp, Lab("x", subnet=20) as lab:
         c.eq(f"{tag}: interface rx_packets delta", delta, r["received"] + r["end_markers"])
         if rx_b == "xdp":
             c.eq(f"{tag}: backend in the record", r["backend"], "xdp")
-            c.true(f"{tag}: latency measured in the kernel", r["latency_ns"] and r["latency_ns"]["samples"] == N,
-                   f'samples {(r["latency_ns"] or {}).get("samples")} of {N}; stamps ahead of the kernel clock: '
+            # Timed in the kernel: sequences 0, 16, 32, ... (the rest counted and checked, not timed).
+            c.true(f"{tag}: latency measured in the kernel, for every 16th sequence",
+                   r["latency_ns"] and r["latency_ns"]["samples"] == (N + 15) // 16,
+                   f'samples {(r["latency_ns"] or {}).get("samples")} of {(N + 15) // 16}; stamps ahead of the kernel clock: '
                    f'{sum(x.get("clock_behind", 0) for x in r.get("streams", []))}')
 
     # Several streams from two threads, every one exact (per-stream state, per-stream lock).
