@@ -194,7 +194,6 @@ struct BackendDescriptor {
   // the device's xdp_drop counters are the receiving, not a loss (ledger).
   bool rx_drops_in_xdp = false;
   bool replays = false;        // pktgen --replay: its queue takes whole frames of any length up to its slots
-  bool one_size = false;       // sends one packet size per run (pktgen --size a,b,c is refused)
   bool rx_in_kernel = false;   // its receiver counts in the kernel: no frame reaches rx (rx --pcap-out is refused)
   bool rx_reflects = false;    // rx --reflect: its receive queue sends packets back (engine::ReflectingRxQueue; xdp: XDP_TX)
   // pktgen --rtt: the replies to its packets can be read here. Socket

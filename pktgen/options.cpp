@@ -367,9 +367,6 @@ int parse_options(int argc, char** argv, Config& cfg) {
     if (cfg.gso && cfg.backend != "socket") throw cli::UsageError("--gso needs --backend socket");
     if (!cfg.mix_sizes.empty()) {
       if (cfg.gso) throw cli::UsageError("--gso cuts a batch into equal datagrams: it cannot send a size mix");
-      if (drivers::describe_backend(cfg.backend).one_size)
-        throw cli::UsageError("--backend " + cfg.backend + " sends one size per run (its generator copies one template "
-                              "frame): a size mix runs on socket, uring, afpacket, afxdp, dpdk, null or pcap");
       if (!cfg.replay_path.empty()) throw cli::UsageError("--replay sends the capture's own frames: drop the size list");
     }
     if (cfg.rtt) {

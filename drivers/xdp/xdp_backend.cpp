@@ -159,7 +159,6 @@ extern const BackendDescriptor xdp_backend = {
     .rx_one_reader = true,
     .rx_layers = true,
     .rx_drops_in_xdp = true,
-    .one_size = true,  // the in-kernel generator copies one template frame per run
     .rx_in_kernel = true,
     .rx_reflects = true,  // XDP_TX, in place, in the driver
 };

@@ -157,6 +157,11 @@ RL_INLINE rl_u64 rl_extend_stamp48(rl_u64 low48, rl_u64 near) {
  * pass untouched. */
 #define RL_GEN_META_MAGIC 0x474e4c52u /* "RLNG" */
 #define RL_GEN_META_BYTES 8
+/* A size mix's template (pktgen --size a,b,c): this magic, then the
+ * stream id (a 32-bit word). The template is the largest size; each frame is
+ * cut to its size class, so its payload cannot be where the stream id is
+ * read from (a shorter class wrote over it in a recycled page). */
+#define RL_GEN_META_MIX_MAGIC 0x4d4e4c52u /* "RLNM" */
 
 /* Per run, fixed before load (.rodata: the verifier sees constants). Every
  * stream of a run has the same frame layout and payload length. */
@@ -192,8 +197,37 @@ struct rl_tx_stream {
   rl_u64 bad_frames;  /* frames that did not fit the template (never expected): dropped */
   rl_u64 stamp_ns;    /* the send stamp the next frames share (one clock read per RL_STAMP_EVERY frames) */
   rl_u32 stamp_left;  /* frames that may still use stamp_ns; userspace sets 0 before each call */
-  rl_u32 pad32;
+  rl_u32 mix_at;      /* a size mix: the worker's place in the cycle; userspace sets it before a call, reads it after */
   rl_u64 pad;
+};
+
+/* A size mix (pktgen --size a,b,c --weights, --imix): engine/size_mix.hpp's
+ * cycle and one payload plan per size class, as the other backends follow
+ * them: the k-th packet of a worker gets class cycle[k % len]. */
+#define RL_MIX_MAX_CLASSES 16   /* engine::kMaxMixSizes */
+#define RL_MIX_MAX_CYCLE 4096   /* engine::kMaxMixCycle, a power of two */
+struct rl_tx_mix {
+  rl_u8 cycle[RL_MIX_MAX_CYCLE];
+  rl_u32 len;          /* entries of cycle in use */
+  rl_u16 ip_len_at;    /* where the IP length field is in the frame (IPv4 total length, IPv6 payload length) */
+  rl_u16 ip_csum_at;   /* the IPv4 header checksum; 0 for IPv6 */
+};
+struct rl_tx_mix_class {  /* a size class: wire::PayloadPlan of its payload */
+  rl_u32 payload_len;
+  rl_u32 full_words;
+  rl_u32 tail_bytes;
+  rl_u32 short_form;
+  rl_u64 sum_odd;
+};
+struct rl_tx_mix_stream {  /* tx_mix_streams[stream * RL_MIX_MAX_CLASSES + class]: rl_tx_stream's bases for that size */
+  rl_u64 csum_base;
+  rl_u64 ones_base;
+  rl_u64 w0;          /* long form: payload word 0 (magic, version, kind, stream), as stored */
+  rl_u32 w3;          /* long form: payload bytes 24..27 (sender id, length), as stored */
+  rl_u16 ip_len_be;   /* the IP length field and (IPv4) the header checksum, as stored */
+  rl_u16 ip_csum_be;
+  rl_u16 udp_len_be;
+  rl_u16 pad[3];
 };
 
 /* The generator reads the clock once per this many frames of a call; the

@@ -56,6 +56,29 @@ struct {
   __type(value, struct rl_tx_xmit);
 } tx_xmit SEC(".maps");
 
+// A size mix: the cycle, the classes, and each (stream, class)'s bases.
+// Written by userspace before the first call; read-only to the program.
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct rl_tx_mix);
+} tx_mix SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, RL_MIX_MAX_CLASSES);
+  __type(key, __u32);
+  __type(value, struct rl_tx_mix_class);
+} tx_mix_classes SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);  // the loader sets streams x RL_MIX_MAX_CLASSES
+  __type(key, __u32);
+  __type(value, struct rl_tx_mix_stream);
+} tx_mix_streams SEC(".maps");
+
 static __always_inline __u64 halves(__u64 w) { return (w & 0xffffffffull) + (w >> 32); }
 
 // The frame's send stamp: one bpf_ktime_get_ns() per RL_STAMP_EVERY frames,
@@ -104,20 +127,26 @@ static __attribute__((noinline)) int write_pattern(__u8 *p, const void *end, __u
   return 0;
 }
 
+// What a short-form frame is written from: who sends it, its length, and
+// the one's-complement sum of its pseudo-header and UDP header.
+struct short_frame {
+  __u64 ones_base;
+  __u32 len;
+  __u16 sender;
+  __u16 stream;
+};
+
 // One short-form data frame (payload below RL_HEADER_BYTES, a 64 B IPv4
 // frame at the least): the whole payload is four words computed from
 // registers, then the UDP checksum over them. Its own function, so that the
 // long form's code paths keep their registers.
-static __attribute__((noinline)) int gen_short(__u8 *pl, void *end, __u8 *udp) {
+static __attribute__((noinline)) int gen_short(__u8 *pl, void *end, __u8 *udp, struct rl_tx_stream *st,
+                                               const struct short_frame *f) {
   if ((void *)(pl + RL_SHORT_HEADER_BYTES) > end || (void *)(udp + 8) > end) return XDP_DROP;
-  __u32 stream = (__u32)pl[RL_OFF_SHORT_STREAM] << 8 | pl[RL_OFF_SHORT_STREAM + 1];
-  const __u16 sender = (__u16)(pl[RL_OFF_SHORT_SENDER] << 8 | pl[RL_OFF_SHORT_SENDER + 1]);
-  struct rl_tx_stream *st = bpf_map_lookup_elem(&tx_streams, &stream);
-  if (!st) return XDP_DROP;
   const __u64 seq = st->next_seq;
   st->next_seq = seq + 1;
-  const __u32 len = cfg.payload_len;
-  const struct rl_short_words s = rl_short_payload(sender, (__u16)stream, seq, frame_stamp(st), len);
+  const __u32 len = f->len;
+  const struct rl_short_words s = rl_short_payload(f->sender, f->stream, seq, frame_stamp(st), len);
   *(__u64 *)pl = s.w[0];
   *(__u64 *)(pl + 8) = s.w[1];
   for (__u32 k = 16; k < RL_HEADER_BYTES - 1; k++) {  // bytes 16..len-1
@@ -128,11 +157,105 @@ static __attribute__((noinline)) int gen_short(__u8 *pl, void *end, __u8 *udp) {
     }
     pl[k] = (__u8)((k < 24 ? s.w[2] : s.w[3]) >> (8 * (k & 7)));
   }
-  const __u64 ones = st->ones_base + halves(s.w[0]) + halves(s.w[1]) + halves(s.w[2]) + halves(s.w[3]);
+  const __u64 ones = f->ones_base + halves(s.w[0]) + halves(s.w[1]) + halves(s.w[2]) + halves(s.w[3]);
   __u16 udp_csum = (__u16)~rl_ones_fold(ones);
   if (!udp_csum) udp_csum = 0xffff;  // 0 means "no checksum"
   *(__u16 *)(udp + 6) = udp_csum;
   return XDP_TX;
+}
+
+// One long-form data frame's varying parts for the stream's next sequence:
+// sequence, stamp, pattern, our checksum in closed form and the UDP checksum,
+// for a payload laid out as (full_words, tail_bytes, sum_odd) with the
+// stream's constant shares. Inlined: a one-size run passes .rodata constants.
+static __always_inline int gen_long(__u8 *pl, void *end, __u8 *udp, struct rl_tx_stream *st, __u32 stream,
+                                    __u64 full_words, __u32 tail_bytes, __u64 sum_odd, __u64 csum_base,
+                                    __u64 ones_base) {
+  if ((void *)(pl + RL_HEADER_BYTES) > end) goto bad;
+  const __u64 seq = st->next_seq;
+  st->next_seq = seq + 1;
+  const __u64 seq_w = __builtin_bswap64(seq);  // the big-endian field as a little-endian word
+  const __u64 ts_w = __builtin_bswap64(frame_stamp(st));
+  *(__u64 *)(pl + RL_OFF_SEQ) = seq_w;
+  *(__u64 *)(pl + RL_OFF_TX_NS) = ts_w;
+  __u64 ones = ones_base + halves(seq_w) + halves(ts_w);
+
+  const __u64 seed = rl_pattern_seed((__u16)stream, seq);
+  const __u64 words = full_words > RL_FIRST_PATTERN_WORD ? full_words - RL_FIRST_PATTERN_WORD : 0;
+  if (write_pattern(pl + RL_HEADER_BYTES, end, seed + RL_FIRST_PATTERN_WORD * RL_PATTERN_STEP, words, &ones)) goto bad;
+  const __u64 w = seed + full_words * RL_PATTERN_STEP;  // the word after the last full one
+  __u8 *p = pl + 8 * (full_words & 0x7ff);  // (<= RL_MAX_WORDS: the mask bounds it for the verifier)
+  // wire::write_pattern's share: seed * A + step * B, plus the partial last word.
+  __u64 acc = csum_base + seq_w * 3 + ts_w * 5 + seed * sum_odd;
+  if (tail_bytes) {
+    const __u64 masked = w & (~0ull >> (64 - 8 * (tail_bytes & 7)));
+    for (__u32 k = 0; k < 7; k++) {
+      if (k >= tail_bytes) break;
+      if ((void *)(p + k + 1) > end) goto bad;
+      p[k] = (__u8)(w >> (8 * k));
+    }
+    ones += halves(masked);  // zero-padded, as the UDP checksum pads an odd byte
+    acc += masked * (2 * full_words + 1);
+  }
+  if ((void *)(pl + RL_HEADER_BYTES) > end) goto bad;  // (said again for the verifier)
+  const __u32 csum_be = __builtin_bswap32(rl_fold32(acc));
+  *(__u32 *)(pl + RL_OFF_CSUM) = csum_be;
+  ones += csum_be;
+
+  __u16 udp_csum = (__u16)~rl_ones_fold(ones);
+  if (!udp_csum) udp_csum = 0xffff;  // 0 means "no checksum"
+  if ((void *)(udp + 8) > end) goto bad;
+  *(__u16 *)(udp + 6) = udp_csum;
+  return XDP_TX;
+
+bad:
+  st->bad_frames++;
+  return XDP_DROP;
+}
+
+// A size mix's data frame: the stream's place in the worker's cycle names
+// its size class; the frame (the largest class's template) is cut to that
+// class's length, and every field a class sets is written in full (the
+// lengths and IPv4 checksum, the payload's constant words: a recycled page
+// holds whatever class used it last). Then as one size.
+__attribute__((noinline)) int gen_mix(struct xdp_md *ctx, __u32 stream, __u16 sender) {
+  __u32 zero = 0;
+  struct rl_tx_stream *st = bpf_map_lookup_elem(&tx_streams, &stream);
+  const struct rl_tx_mix *mix = bpf_map_lookup_elem(&tx_mix, &zero);
+  if (!st || !mix) return XDP_DROP;
+  __u32 at = st->mix_at;
+  if (at >= mix->len) at = 0;
+  __u32 k = mix->cycle[at & (RL_MIX_MAX_CYCLE - 1)];
+  st->mix_at = at + 1 >= mix->len ? 0 : at + 1;
+  const struct rl_tx_mix_class *cls = bpf_map_lookup_elem(&tx_mix_classes, &k);
+  __u32 slot = stream * RL_MIX_MAX_CLASSES + k;
+  const struct rl_tx_mix_stream *ms = bpf_map_lookup_elem(&tx_mix_streams, &slot);
+  if (!cls || !ms) goto bad;
+  const __u32 len = cls->payload_len;
+  const int cut = (int)(cfg.payload_off + len) - (int)(ctx->data_end - ctx->data);
+  if (cut && bpf_xdp_adjust_tail(ctx, cut)) goto bad;
+  __u8 *data = (void *)(long)ctx->data;
+  void *end = (void *)(long)ctx->data_end;
+  __u8 *udp = data + cfg.udp_off;
+  __u8 *pl = data + cfg.payload_off;
+  const __u32 len_at = mix->ip_len_at & 0x3f, csum_at = mix->ip_csum_at & 0x3f;
+  if ((void *)(data + len_at + 2) > end || (void *)(data + csum_at + 2) > end || (void *)(udp + 8) > end) goto bad;
+  *(__u16 *)(data + len_at) = ms->ip_len_be;
+  if (csum_at) *(__u16 *)(data + csum_at) = ms->ip_csum_be;
+  *(__u16 *)(udp + 4) = ms->udp_len_be;
+  if (cls->short_form) {
+    const struct short_frame f = {.ones_base = ms->ones_base, .len = len, .sender = sender, .stream = (__u16)stream};
+    return gen_short(pl, end, udp, st, &f);
+  }
+  // The long form's constant words: word 0 (magic, version, kind, stream) and bytes 24..27 (sender, length).
+  if ((void *)(pl + RL_HEADER_BYTES) > end) goto bad;
+  *(__u64 *)pl = ms->w0;
+  *(__u32 *)(pl + 24) = ms->w3;
+  return gen_long(pl, end, udp, st, stream, cls->full_words, cls->tail_bytes, cls->sum_odd, ms->csum_base,
+                  ms->ones_base);
+bad:
+  if (st) st->bad_frames++;
+  return XDP_DROP;
 }
 
 SEC("xdp")
@@ -140,7 +263,9 @@ int rateline_gen(struct xdp_md *ctx) {
   void *data = (void *)(long)ctx->data;
   void *end = (void *)(long)ctx->data_end;
   const __u32 *meta = (void *)(long)ctx->data_meta;
-  if ((void *)(meta + 1) > data || *meta != RL_GEN_META_MAGIC) return XDP_PASS;  // a real frame: not ours to touch
+  if ((void *)(meta + 2) > data) return XDP_PASS;  // a real frame: not ours to touch
+  const __u32 magic = meta[0], meta_word = meta[1];
+  if (magic != RL_GEN_META_MAGIC && magic != RL_GEN_META_MIX_MAGIC) return XDP_PASS;
   // cfg is .rodata: for an untagged run the verifier drops this branch.
   if (cfg.l2_len) {
     if (data + RL_MAX_L2_BYTES > end) return XDP_DROP;
@@ -150,10 +275,18 @@ int rateline_gen(struct xdp_md *ctx) {
       l2[k] = cfg.l2[k];
     }
   }
+  if (magic == RL_GEN_META_MIX_MAGIC) return gen_mix(ctx, meta_word & 0xffff, (__u16)(meta_word >> 16));
   __u8 *pl = data + cfg.payload_off;
   // For a long-form run the verifier drops this branch.
-  if (cfg.short_form && (void *)(pl + 1) <= end && pl[0] == RL_SHORT_TAG)
-    return gen_short(pl, end, data + cfg.udp_off);
+  if (cfg.short_form && (void *)(pl + RL_SHORT_HEADER_BYTES) <= end && pl[0] == RL_SHORT_TAG) {
+    __u32 stream = (__u32)pl[RL_OFF_SHORT_STREAM] << 8 | pl[RL_OFF_SHORT_STREAM + 1];
+    struct rl_tx_stream *st = bpf_map_lookup_elem(&tx_streams, &stream);
+    if (!st) return XDP_DROP;
+    const struct short_frame f = {.ones_base = st->ones_base, .len = cfg.payload_len,
+                                  .sender = (__u16)(pl[RL_OFF_SHORT_SENDER] << 8 | pl[RL_OFF_SHORT_SENDER + 1]),
+                                  .stream = (__u16)stream};
+    return gen_short(pl, end, data + cfg.udp_off, st, &f);
+  }
   if ((void *)(pl + RL_HEADER_BYTES) > end) return XDP_DROP;
   __u32 stream = (__u32)pl[RL_OFF_STREAM] << 8 | pl[RL_OFF_STREAM + 1];
   struct rl_tx_stream *st = bpf_map_lookup_elem(&tx_streams, &stream);
@@ -162,47 +295,8 @@ int rateline_gen(struct xdp_md *ctx) {
     st->end_frames++;
     return XDP_TX;
   }
-
-  const __u64 seq = st->next_seq;
-  st->next_seq = seq + 1;
-  const __u64 seq_w = __builtin_bswap64(seq);  // the big-endian field as a little-endian word
-  const __u64 ts_w = __builtin_bswap64(frame_stamp(st));
-  *(__u64 *)(pl + RL_OFF_SEQ) = seq_w;
-  *(__u64 *)(pl + RL_OFF_TX_NS) = ts_w;
-  __u64 ones = st->ones_base + halves(seq_w) + halves(ts_w);
-
-  const __u64 seed = rl_pattern_seed((__u16)stream, seq);
-  const __u64 full_words = cfg.full_words;
-  const __u64 words = full_words > RL_FIRST_PATTERN_WORD ? full_words - RL_FIRST_PATTERN_WORD : 0;
-  if (write_pattern(pl + RL_HEADER_BYTES, end, seed + RL_FIRST_PATTERN_WORD * RL_PATTERN_STEP, words, &ones)) goto bad;
-  const __u64 w = seed + full_words * RL_PATTERN_STEP;  // the word after the last full one
-  __u8 *p = pl + 8 * full_words;
-  // wire::write_pattern's share: seed * A + step * B, plus the partial last word.
-  __u64 acc = st->csum_base + seq_w * 3 + ts_w * 5 + seed * cfg.sum_odd;
-  if (cfg.tail_bytes) {
-    const __u64 masked = w & (~0ull >> (64 - 8 * cfg.tail_bytes));
-    for (__u32 k = 0; k < 7; k++) {
-      if (k >= cfg.tail_bytes) break;
-      if ((void *)(p + k + 1) > end) goto bad;
-      p[k] = (__u8)(w >> (8 * k));
-    }
-    ones += halves(masked);  // zero-padded, as the UDP checksum pads an odd byte
-    acc += masked * (2 * full_words + 1);
-  }
-  const __u32 csum_be = __builtin_bswap32(rl_fold32(acc));
-  *(__u32 *)(pl + RL_OFF_CSUM) = csum_be;
-  ones += csum_be;
-
-  __u16 udp_csum = (__u16)~rl_ones_fold(ones);
-  if (!udp_csum) udp_csum = 0xffff;  // 0 means "no checksum"
-  __u8 *udp = data + cfg.udp_off;
-  if ((void *)(udp + 8) > end) goto bad;
-  *(__u16 *)(udp + 6) = udp_csum;
-  return XDP_TX;
-
-bad:
-  st->bad_frames++;
-  return XDP_DROP;
+  return gen_long(pl, end, data + cfg.udp_off, st, stream, cfg.full_words, cfg.tail_bytes, cfg.sum_odd, st->csum_base,
+                  st->ones_base);
 }
 
 // TP_PROTO(from_dev, to_dev, int sent, int drops, int err): one call per

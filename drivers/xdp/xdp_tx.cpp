@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/flow_schedule.hpp"
+#include "engine/size_mix.hpp"
 #include "net/checksum.hpp"
 #include "net/frame.hpp"
 #include "pace/pacer.hpp"
@@ -35,6 +36,8 @@ static_assert(sizeof(rl_tx_stream) == 64, "one cache line per stream");
 static_assert(sizeof(rl_tx_config) == 48 + RL_MAX_L2_BYTES);
 static_assert(RL_SHORT_HEADER_BYTES == wire::kShortHeaderBytes && RL_SHORT_TAG == wire::kShortTag &&
               RL_SHORT_VERSION_KIND == wire::kShortVersionKind && RL_SHORT_LIMIT == wire::kShortSeqLimit);
+static_assert(RL_MIX_MAX_CLASSES == engine::kMaxMixSizes && RL_MIX_MAX_CYCLE == engine::kMaxMixCycle);
+static_assert(sizeof(rl_tx_mix_class) == 24 && sizeof(rl_tx_mix_stream) == 40);
 
 namespace {
 
@@ -112,6 +115,49 @@ rl_tx_stream stream_constants(const uint8_t* frame, uint32_t headers_len, bool i
 
 uint64_t load_relaxed(const uint64_t& v) { return __atomic_load_n(&v, __ATOMIC_RELAXED); }
 
+// A size mix: flow f's frame of size class k (its headers for that length,
+// the payload for sequence 0), and what the program writes per frame of
+// that class (rl_tx_mix_stream).
+struct MixFrame {
+  std::vector<uint8_t> buf;  // metadata + frame
+  rl_tx_mix_stream bases{};
+};
+
+// Where a frame's IP length field and (IPv4) header checksum are: what a size class changes in the headers
+// besides the UDP length.
+struct MixIpFields {
+  uint32_t len_at = 0;
+  uint32_t csum_at = 0;  // 0: none (IPv6)
+};
+
+MixIpFields mix_ip_fields(const engine::TxPlan& plan) {
+  const auto ip_at = static_cast<uint32_t>(net::headers_len(plan.ipv6, plan.vlan_tags) - net::kUdpHeaderBytes -
+                                           (plan.ipv6 ? net::kIpv6HeaderBytes : net::kIpv4HeaderBytes));
+  return plan.ipv6 ? MixIpFields{ip_at + 4, 0} : MixIpFields{ip_at + 2, ip_at + 10};
+}
+
+MixFrame mix_frame(const engine::TxFlow& f, const engine::TxPlan& plan, size_t k, MixIpFields ip) {
+  const wire::PayloadPlan& pl = plan.mix[k];
+  MixFrame m{with_meta(f.headers_len + pl.len), {}};
+  const uint32_t meta[2] = {RL_GEN_META_MIX_MAGIC, uint32_t{f.stream} | uint32_t{pl.sender} << 16};
+  std::memcpy(m.buf.data(), meta, sizeof meta);
+  uint8_t* frame = m.buf.data() + RL_GEN_META_BYTES;
+  std::memcpy(frame, f.mix_headers[k].bytes.data(), f.headers_len);
+  wire::fill_data_payload(frame + f.headers_len, pl, f.stream, 0, now_ns());
+  net::udp_finish_checksum({frame, f.headers_len + pl.len}, plan.ipv6);
+  const rl_tx_stream s = stream_constants(frame, f.headers_len, plan.ipv6, pl);
+  m.bases.csum_base = s.csum_base;
+  m.bases.ones_base = s.ones_base;
+  if (!pl.short_form) {
+    std::memcpy(&m.bases.w0, frame + f.headers_len, 8);
+    std::memcpy(&m.bases.w3, frame + f.headers_len + 24, 4);
+  }
+  std::memcpy(&m.bases.ip_len_be, frame + ip.len_at, 2);
+  if (ip.csum_at) std::memcpy(&m.bases.ip_csum_be, frame + ip.csum_at, 2);
+  std::memcpy(&m.bases.udp_len_be, frame + f.headers_len - net::kUdpHeaderBytes + 4, 2);
+  return m;
+}
+
 }  // namespace
 
 XdpTxProgram::XdpTxProgram(const XdpTxConfig& cfg) : cfg_(cfg) {
@@ -144,6 +190,7 @@ XdpTxProgram::XdpTxProgram(const XdpTxConfig& cfg) : cfg_(cfg) {
   obj_ = std::make_unique<BpfObject>(kXdpTxObject, kXdpTxObject_size, "rateline_gen");
   obj_->set_rodata(&rc, sizeof rc);
   obj_->set_max_entries("tx_streams", cfg.streams);
+  obj_->set_max_entries("tx_mix_streams", cfg.streams * RL_MIX_MAX_CLASSES);
   obj_->load();
   prog_fd_ = obj_->prog_fd("rateline_gen");
   xmit_fd_ = obj_->map_fd("tx_xmit");
@@ -221,13 +268,24 @@ engine::TxResult XdpTxProgram::run(engine::TxPlan plan, stats::TxSnapshotRing& s
   };
 
   std::vector<std::vector<uint8_t>> templates;
+  const bool mixed = !plan.mix.empty();
+  if (mixed) set_up_mix(plan);
   for (const engine::TxFlow& f : plan.flows) {
     if (f.stream >= cfg_.streams) throw SetupError("--backend xdp: stream " + std::to_string(f.stream) + " beyond the plan");
-    templates.push_back(data_template(f, plan));
-    rl_tx_stream s = stream_constants(templates.back().data() + RL_GEN_META_BYTES, f.headers_len, plan.ipv6, plan.payload);
+    rl_tx_stream s{};
+    if (mixed) {
+      templates.push_back(set_up_mix_flow(f, plan));
+    } else {
+      templates.push_back(data_template(f, plan));
+      s = stream_constants(templates.back().data() + RL_GEN_META_BYTES, f.headers_len, plan.ipv6, plan.payload);
+    }
     s.next_seq = f.next_seq;
     streams_[f.stream] = s;  // before this worker's first run; no other writer for this stream
   }
+  // A size mix: the worker's place in the cycle, carried from call to call
+  // (engine::MixDataSource moves it by what the backend took, as here).
+  uint32_t mix_at = 0;
+  if (mixed) result.mix_packets.assign(plan.mix.size(), 0);
 
   // One call: how many frames the program ran for this stream (from the
   // map, so exact even when a signal cut the call short).
@@ -241,10 +299,21 @@ engine::TxResult XdpTxProgram::run(engine::TxPlan plan, stats::TxSnapshotRing& s
     const uint64_t& next = st.next_seq;
     const uint64_t before = load_relaxed(next);
     __atomic_store_n(&st.stamp_left, 0u, __ATOMIC_RELAXED);
+    __atomic_store_n(&st.mix_at, mix_at, __ATOMIC_RELAXED);
     const uint64_t t0 = now_ns();
     err = send(templates[i], frames);
     const uint64_t call_ns = now_ns() - t0;
     const uint64_t ran = load_relaxed(next) - before;
+    if (mixed) {  // the classes of the cycle's next `ran` places: what this call sent
+      for (uint64_t n = 0; n < ran; ++n) {
+        const uint8_t k = plan.mix_cycle[mix_at];
+        ++result.mix_packets[k];
+        c.payload_bytes += plan.mix[k].len;
+        if (++mix_at == plan.mix_cycle.size()) mix_at = 0;
+      }
+    } else {
+      c.payload_bytes += ran * plan.payload.len;
+    }
     if (ran) {
       const uint64_t groups = (ran + RL_STAMP_EVERY - 1) / RL_STAMP_EVERY;
       const double frame_ns = static_cast<double>(call_ns) / static_cast<double>(ran);
@@ -292,7 +361,6 @@ engine::TxResult XdpTxProgram::run(engine::TxPlan plan, stats::TxSnapshotRing& s
       plan.flows[i].next_seq += taken;
       schedule.advance(taken);
       c.packets += taken;
-      c.payload_bytes += taken * plan.payload.len;
       burst_left -= taken;
       if (taken < want) break;
     }
@@ -359,6 +427,41 @@ engine::TxResult XdpTxProgram::run(engine::TxPlan plan, stats::TxSnapshotRing& s
   result.counters = c;
   result.flows = std::move(plan.flows);
   return result;
+}
+
+void XdpTxProgram::set_up_mix(const engine::TxPlan& plan) {
+  // The same for every worker of the run: written again by each, with the same bytes.
+  const MixIpFields ip = mix_ip_fields(plan);
+  auto m = std::make_unique<rl_tx_mix>();
+  std::copy(plan.mix_cycle.begin(), plan.mix_cycle.end(), m->cycle);
+  m->len = static_cast<uint32_t>(plan.mix_cycle.size());
+  m->ip_len_at = static_cast<uint16_t>(ip.len_at);
+  m->ip_csum_at = static_cast<uint16_t>(ip.csum_at);
+  const uint32_t zero = 0;
+  if (bpf_map_update_elem(obj_->map_fd("tx_mix"), &zero, m.get(), BPF_ANY) != 0)
+    throw BackendUnavailable(bpf_error(errno, "give the XDP generator its size mix"));
+  for (uint32_t k = 0; k < plan.mix.size(); ++k) {
+    const wire::PayloadPlan& pl = plan.mix[k];
+    const rl_tx_mix_class cls{pl.len, pl.full_words, pl.tail_bytes, pl.short_form ? 1u : 0u, pl.sum_odd};
+    if (bpf_map_update_elem(obj_->map_fd("tx_mix_classes"), &k, &cls, BPF_ANY) != 0)
+      throw BackendUnavailable(bpf_error(errno, "give the XDP generator its size mix"));
+  }
+}
+
+std::vector<uint8_t> XdpTxProgram::set_up_mix_flow(const engine::TxFlow& f, const engine::TxPlan& plan) {
+  size_t largest = 0;
+  std::vector<uint8_t> largest_frame;
+  for (size_t k = 0; k < plan.mix.size(); ++k) {
+    MixFrame m = mix_frame(f, plan, k, mix_ip_fields(plan));
+    const uint32_t slot = uint32_t{f.stream} * RL_MIX_MAX_CLASSES + static_cast<uint32_t>(k);
+    if (bpf_map_update_elem(obj_->map_fd("tx_mix_streams"), &slot, &m.bases, BPF_ANY) != 0)
+      throw BackendUnavailable(bpf_error(errno, "give the XDP generator its size mix"));
+    if (plan.mix[k].len >= plan.mix[largest].len) {
+      largest = k;
+      largest_frame = std::move(m.buf);
+    }
+  }
+  return largest_frame;  // every frame starts as the largest and is cut to its class
 }
 
 std::string XdpTxProgram::advice() const {

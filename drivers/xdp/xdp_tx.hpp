@@ -9,6 +9,8 @@
 // sends (--burst per call when paced; large calls when unpaced), reads the
 // per-stream sequence from an mmapped map after each call, and reports in
 // the common TxResult. Userspace never touches a packet after the template.
+// A size mix (--size a,b,c, --imix): the template is the largest size, and
+// the program cuts each frame to the class the worker's cycle names.
 //
 // No backpressure: XDP transmit drops what the device ring cannot take.
 // Two raw tracepoints (xdp_devmap_xmit, xdp_redirect_err) count per worker
@@ -64,6 +66,10 @@ class XdpTxProgram {
  private:
   // One BPF_PROG_RUN call of `frames` runs on `buf` (metadata + frame); returns its errno (0 = ok).
   int send(const std::vector<uint8_t>& buf, uint32_t frames) const;
+  // A size mix: the cycle and classes (tx_mix, tx_mix_classes), then per
+  // flow its bases per class (tx_mix_streams) and its template, the largest.
+  void set_up_mix(const engine::TxPlan& plan);
+  std::vector<uint8_t> set_up_mix_flow(const engine::TxFlow& f, const engine::TxPlan& plan);
 
   XdpTxConfig cfg_;
   std::unique_ptr<BpfObject> obj_;

@@ -256,16 +256,16 @@ def tshark_rows(pcap, fields, extra=()):
     return [line.split("\t") for line in out.splitlines() if line.strip()]
 
 
-def run_pair(lab, c, tmp, tx_b, rx_b, mac_b, tx_extra, tag):
-    """pktgen (tx_b, in side a) -> rx (rx_b, side b) with tx_extra added; checks both exit 0.
+def run_pair(lab, c, tmp, tx_b, rx_b, mac_b, tx_extra, tag, rx_extra=(), dst=None):
+    """pktgen (tx_b, in side a) -> rx (rx_b, side b) with tx_extra (and rx_extra) added; checks both exit 0.
 
     Returns (pktgen's result, rx's result, packets side b's veth counted)."""
     name = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in tag)
     rx_json = os.path.join(tmp, f"rx-{name}.json")
     tx_json = os.path.join(tmp, f"tx-{name}.json")
-    rx = start_rx(lab, rx_args(lab, rx_b, rx_json), ready_timeout=30)
+    rx = start_rx(lab, rx_args(lab, rx_b, rx_json, rx_extra), ready_timeout=30)
     before = lab.counter("b", "rx_packets")
-    tx = subprocess.run(["ip", "netns", "exec", lab.ns_a, PKTGEN, *tx_args(lab, tx_b, mac_b), "--dst", lab.ip_b,
+    tx = subprocess.run(["ip", "netns", "exec", lab.ns_a, PKTGEN, *tx_args(lab, tx_b, mac_b), "--dst", dst or lab.ip_b,
                          *tx_extra, "--quiet", "--json", tx_json, *tx_eal(lab, tx_b)],
                         capture_output=True, text=True, timeout=90)
     c.eq(f"{tag}: pktgen exit code", tx.returncode, 0)
