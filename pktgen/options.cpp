@@ -374,7 +374,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
       if (!cfg.pcap_out.empty()) throw cli::UsageError("--rtt needs packets on a wire: drop --pcap-out");
       if (cfg.backend != "auto" && !drivers::describe_backend(cfg.backend).tx_rtt)
         throw cli::UsageError("--rtt: --backend " + cfg.backend + " cannot read the replies here (a DPDK "
-                              "port's never reach the kernel); send with socket, uring, afpacket or afxdp");
+                              "port's never reach the kernel); send with socket, uring, afpacket, afxdp or xdp");
     }
     if (!cfg.dst_mac.empty()) convert("--dst-mac", [&] { return net::parse_mac(cfg.dst_mac); });
     if (cfg.src_ip.find('-') != std::string::npos) {

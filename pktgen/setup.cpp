@@ -190,7 +190,7 @@ Run set_up(const Config& cfg) {
   if (cfg.src_range && !desc.frames) throw cli::UsageError(src_range_needs_frames(chosen));
   if (cfg.rtt && !desc.tx_rtt)
     throw cli::UsageError("--rtt: the " + std::string(desc.name) + " backend cannot read the replies; send with socket, "
-                          "uring, afpacket or afxdp");
+                          "uring, afpacket, afxdp or xdp");
   const std::string cores = cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores;
   run.placement = topo::place_workers(cfg.threads, cores, cores == "auto" ? topo::device_numa_node(device, cfg.dpdk_args) : -1);
 

@@ -161,6 +161,7 @@ extern const BackendDescriptor xdp_backend = {
     .rx_drops_in_xdp = true,
     .rx_in_kernel = true,
     .rx_reflects = true,  // XDP_TX, in place, in the driver
+    .tx_rtt = true,  // its frames' replies come back to the kernel, to a socket on each source port
 };
 
 }  // namespace rateline::drivers
