@@ -20,10 +20,8 @@ engine::ReflectResult FrameReflector::reflect(int fd, std::span<const engine::Rx
   for (uint32_t i : picks) {
     uint8_t* reply = bytes_.data() + at;
     std::memcpy(reply, frames[i].data, frames[i].len);
-    const std::span<uint8_t> frame(reply, frames[i].len);
-    const net::ParsedUdp p = net::parse_udp_frame(frame);
-    if (p.status != net::ParseStatus::ok) continue;  // cannot happen: only checked data packets are picked
-    net::reflect_udp_frame(frame, p);
+    // Not a UDP frame cannot happen: only checked data packets are picked.
+    if (!net::reflect_udp_frame({reply, frames[i].len})) continue;
     batch_.set(count++, reply, frames[i].len, nullptr, 0);  // the socket is bound to the interface
     at += frames[i].len;
   }

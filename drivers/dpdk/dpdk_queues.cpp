@@ -64,10 +64,8 @@ engine::ReflectResult DpdkRxQueue::reflect(std::span<const uint32_t> picks) {
   uint16_t n = 0;
   for (uint32_t i : picks) {
     rte_mbuf* m = mbufs_[i];
-    const std::span<uint8_t> frame(rte_pktmbuf_mtod(m, uint8_t*), m->data_len);
-    const net::ParsedUdp p = net::parse_udp_frame(frame);
-    if (p.status != net::ParseStatus::ok) continue;  // cannot happen: only checked data packets are picked
-    net::reflect_udp_frame(frame, p);
+    // Not a UDP frame cannot happen: only checked data packets are picked.
+    if (!net::reflect_udp_frame({rte_pktmbuf_mtod(m, uint8_t*), m->data_len})) continue;
     m->ol_flags &= ~RTE_MBUF_F_TX_OFFLOAD_MASK;  // sent as it stands: no offload asked of the PMD
     replies_[n] = m;
     reply_index_[n++] = i;

@@ -258,23 +258,21 @@ static __attribute__((noinline)) int write_udp_checksum(const __u8 *l3, __u8 *u,
     if ((void *)(p + 32) > end) return -1;
     const __u64 w0 = *(const __u64 *)p, w1 = *(const __u64 *)(p + 8), w2 = *(const __u64 *)(p + 16),
                 w3 = *(const __u64 *)(p + 24);
-    acc += (w0 & 0xffffffff) + (w0 >> 32) + (w1 & 0xffffffff) + (w1 >> 32) + (w2 & 0xffffffff) + (w2 >> 32) +
-           (w3 & 0xffffffff) + (w3 >> 32);
+    acc += rl_halves(w0) + rl_halves(w1) + rl_halves(w2) + rl_halves(w3);
     p += 32;
   }
   for (__u32 n = 0; n < 3; n++) {  // the last 0..3 full words
     if (n >= (full & 3)) break;
     barrier_var(p);
     if ((void *)(p + 8) > end) return -1;
-    const __u64 w = *(const __u64 *)p;
-    acc += (w & 0xffffffff) + (w >> 32);
+    acc += rl_halves(*(const __u64 *)p);
     p += 8;
   }
   const __u32 tail = udp_len & 7;  // zero-padded, from udp_len so every loop exit meets here alike
   if (tail) {
     __u64 w;  // (udp_len & ~7: the mask says its bound again for the verifier)
     if (partial_word(u + (udp_len & 0x3ff8), end, tail, &w)) return -1;
-    acc += (w & 0xffffffff) + (w >> 32);
+    acc += rl_halves(w);
   }
   __u16 sum = ~rl_ones_fold(acc);
   if (!sum) sum = 0xffff;  // zero means "no checksum" (IPv4) and is refused (IPv6)
@@ -328,19 +326,21 @@ struct net_device {
 } __attribute__((preserve_access_index));
 struct bpf_prog;
 
-SEC("tp_btf/xdp_exception")
-int BPF_PROG(rateline_reflect_exception, const struct net_device *dev, const struct bpf_prog *prog, __u32 act) {
+static __always_inline void count_reflect_failed(const struct net_device *dev, __u64 frames) {
   __u32 zero = 0;
   struct rl_rx_totals *t = bpf_map_lookup_elem(&rx_totals, &zero);
-  if (t && act == XDP_TX && dev->ifindex == (int)cfg.ifindex) t->reflect_failed++;
+  if (t && dev->ifindex == (int)cfg.ifindex) t->reflect_failed += frames;
+}
+
+SEC("tp_btf/xdp_exception")
+int BPF_PROG(rateline_reflect_exception, const struct net_device *dev, const struct bpf_prog *prog, __u32 act) {
+  if (act == XDP_TX) count_reflect_failed(dev, 1);
   return 0;
 }
 
 SEC("tp_btf/xdp_bulk_tx")
 int BPF_PROG(rateline_reflect_bulk, const struct net_device *dev, int sent, int drops, int err) {
-  __u32 zero = 0;
-  struct rl_rx_totals *t = bpf_map_lookup_elem(&rx_totals, &zero);
-  if (t && drops > 0 && dev->ifindex == (int)cfg.ifindex) t->reflect_failed += drops;
+  if (drops > 0) count_reflect_failed(dev, (__u64)drops);
   return 0;
 }
 

@@ -103,6 +103,10 @@ RL_INLINE rl_u32 rl_latency_index(rl_u64 ns) {
   return (shift + 1) * (1u << RL_LAT_SUB_BITS) + sub;
 }
 
+/* A native 64-bit load's two 32-bit halves, summed: how the programs add a
+ * word to a one's-complement accumulator (wire::detail::halves). */
+RL_INLINE rl_u64 rl_halves(rl_u64 w) { return (w & 0xffffffffull) + (w >> 32); }
+
 /* Folds a 64-bit one's-complement accumulator to 16 bits (net::ones_fold). */
 RL_INLINE rl_u16 rl_ones_fold(rl_u64 acc) {
   acc = (acc & 0xffffffffu) + (acc >> 32);

@@ -79,8 +79,6 @@ struct {
   __type(value, struct rl_tx_mix_stream);
 } tx_mix_streams SEC(".maps");
 
-static __always_inline __u64 halves(__u64 w) { return (w & 0xffffffffull) + (w >> 32); }
-
 // The frame's send stamp: one bpf_ktime_get_ns() per RL_STAMP_EVERY frames,
 // shared by them (23-33 ns a read on this project's VM, against a few ns of
 // the rest of a 64 B frame). The first frame of every call reads the clock:
@@ -109,7 +107,7 @@ static __attribute__((noinline)) int write_pattern(__u8 *p, const void *end, __u
     *(__u64 *)(p + 8) = w1;
     *(__u64 *)(p + 16) = w2;
     *(__u64 *)(p + 24) = w3;
-    sum += halves(w) + halves(w1) + halves(w2) + halves(w3);
+    sum += rl_halves(w) + rl_halves(w1) + rl_halves(w2) + rl_halves(w3);
     w = w3 + RL_PATTERN_STEP;
     p += 32;
   }
@@ -119,7 +117,7 @@ static __attribute__((noinline)) int write_pattern(__u8 *p, const void *end, __u
     barrier_var(p);
     if ((void *)(p + 8) > end) return -1;
     *(__u64 *)p = w;
-    sum += halves(w);
+    sum += rl_halves(w);
     w += RL_PATTERN_STEP;
     p += 8;
   }
@@ -157,7 +155,7 @@ static __attribute__((noinline)) int gen_short(__u8 *pl, void *end, __u8 *udp, s
     }
     pl[k] = (__u8)((k < 24 ? s.w[2] : s.w[3]) >> (8 * (k & 7)));
   }
-  const __u64 ones = f->ones_base + halves(s.w[0]) + halves(s.w[1]) + halves(s.w[2]) + halves(s.w[3]);
+  const __u64 ones = f->ones_base + rl_halves(s.w[0]) + rl_halves(s.w[1]) + rl_halves(s.w[2]) + rl_halves(s.w[3]);
   __u16 udp_csum = (__u16)~rl_ones_fold(ones);
   if (!udp_csum) udp_csum = 0xffff;  // 0 means "no checksum"
   *(__u16 *)(udp + 6) = udp_csum;
@@ -178,7 +176,7 @@ static __always_inline int gen_long(__u8 *pl, void *end, __u8 *udp, struct rl_tx
   const __u64 ts_w = __builtin_bswap64(frame_stamp(st));
   *(__u64 *)(pl + RL_OFF_SEQ) = seq_w;
   *(__u64 *)(pl + RL_OFF_TX_NS) = ts_w;
-  __u64 ones = ones_base + halves(seq_w) + halves(ts_w);
+  __u64 ones = ones_base + rl_halves(seq_w) + rl_halves(ts_w);
 
   const __u64 seed = rl_pattern_seed((__u16)stream, seq);
   const __u64 words = full_words > RL_FIRST_PATTERN_WORD ? full_words - RL_FIRST_PATTERN_WORD : 0;
@@ -194,10 +192,9 @@ static __always_inline int gen_long(__u8 *pl, void *end, __u8 *udp, struct rl_tx
       if ((void *)(p + k + 1) > end) goto bad;
       p[k] = (__u8)(w >> (8 * k));
     }
-    ones += halves(masked);  // zero-padded, as the UDP checksum pads an odd byte
+    ones += rl_halves(masked);  // zero-padded, as the UDP checksum pads an odd byte
     acc += masked * (2 * full_words + 1);
   }
-  if ((void *)(pl + RL_HEADER_BYTES) > end) goto bad;  // (said again for the verifier)
   const __u32 csum_be = __builtin_bswap32(rl_fold32(acc));
   *(__u32 *)(pl + RL_OFF_CSUM) = csum_be;
   ones += csum_be;

@@ -285,6 +285,8 @@ engine::TxResult XdpTxProgram::run(engine::TxPlan plan, stats::TxSnapshotRing& s
   // A size mix: the worker's place in the cycle, carried from call to call
   // (engine::MixDataSource moves it by what the backend took, as here).
   uint32_t mix_at = 0;
+  std::vector<uint64_t> per_cycle(plan.mix.size(), 0);  // packets of each class in one whole cycle
+  for (const uint8_t k : plan.mix_cycle) ++per_cycle[k];
   if (mixed) result.mix_packets.assign(plan.mix.size(), 0);
 
   // One call: how many frames the program ran for this stream (from the
@@ -305,7 +307,12 @@ engine::TxResult XdpTxProgram::run(engine::TxPlan plan, stats::TxSnapshotRing& s
     const uint64_t call_ns = now_ns() - t0;
     const uint64_t ran = load_relaxed(next) - before;
     if (mixed) {  // the classes of the cycle's next `ran` places: what this call sent
-      for (uint64_t n = 0; n < ran; ++n) {
+      const uint64_t cycles = ran / plan.mix_cycle.size();
+      for (size_t k = 0; k < per_cycle.size(); ++k) {
+        result.mix_packets[k] += cycles * per_cycle[k];
+        c.payload_bytes += cycles * per_cycle[k] * plan.mix[k].len;
+      }
+      for (uint64_t n = cycles * plan.mix_cycle.size(); n < ran; ++n) {  // the part cycle: at most its length
         const uint8_t k = plan.mix_cycle[mix_at];
         ++result.mix_packets[k];
         c.payload_bytes += plan.mix[k].len;

@@ -188,6 +188,13 @@ void reflect_udp_frame(std::span<uint8_t> frame, const ParsedUdp& p) {
   udp_refresh_checksum(frame, p);
 }
 
+bool reflect_udp_frame(std::span<uint8_t> frame) {
+  const ParsedUdp p = parse_udp_frame(frame);
+  if (p.status != ParseStatus::ok) return false;
+  reflect_udp_frame(frame, p);
+  return true;
+}
+
 UdpEndpoints endpoints_of(std::span<const uint8_t> frame, const ParsedUdp& p) {
   const uint8_t* f = frame.data();
   UdpEndpoints ep;

@@ -149,5 +149,7 @@ UdpEndpoints endpoints_of(std::span<const uint8_t> frame, const ParsedUdp& p);
 // sum does not depend on order); the UDP checksum is computed afresh, since
 // the frame may have arrived with it left for offload (a veth peer's socket).
 void reflect_udp_frame(std::span<uint8_t> frame, const ParsedUdp& p);
+// The same for a frame not parsed yet: false (and the frame untouched) when it is not a whole UDP frame.
+bool reflect_udp_frame(std::span<uint8_t> frame);
 
 }  // namespace rateline::net
