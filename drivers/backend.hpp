@@ -121,6 +121,7 @@ struct RxOptions {
   uint64_t expect = 0;                // --count: packets expected (0 = learn from end markers)
   bool layers = false;                // --layers: count at the driver and again at the sockets
   uint32_t reflect_every = 0;         // --reflect-every (1 with --reflect alone, 0 without): rx_reflects backends
+  std::optional<wire::PacketKey> tag_key;  // --key-file (the workers check it: engine::RxPlan); null synthesises tagged packets
   unsigned threads = 1;
   std::vector<std::string> eal_args;
   topo::Placement placement;
@@ -201,6 +202,9 @@ struct BackendDescriptor {
   // interface come back to the kernel, where a socket bound to the source
   // port reads them (pktgen/setup.cpp).
   bool tx_rtt = false;
+  // --key-file: its sender writes, and its receiver checks, each packet's tag
+  // (wire/packet_tag.hpp) in user space. false: packets are made or counted in BPF.
+  bool packet_tags = true;
 };
 
 // The descriptor named, or one with every flag false for a name the table does not have.

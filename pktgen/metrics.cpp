@@ -65,10 +65,11 @@ std::string metrics_page(const Config& cfg, const Run& run, bool final) {
     page.sample({}, rtt.counts.replies);
     page.family("rateline_pktgen_rtt_not_counted_total", Type::counter,
                 "pktgen --rtt: what reached the reply sockets and was not timed, by reason (JSON: rtt.other_sender, "
-                "rtt.implausible, rtt.not_ours, rtt.socket_drops).");
+                "rtt.implausible, rtt.not_ours, rtt.unauthenticated, rtt.socket_drops).");
     page.sample({{"reason", "other_sender"}}, rtt.counts.other_sender);
     page.sample({{"reason", "implausible"}}, rtt.counts.implausible);
     page.sample({{"reason", "not_ours"}}, rtt.counts.not_ours);
+    page.sample({{"reason", "unauthenticated"}}, rtt.counts.unauthenticated);
     page.sample({{"reason", "socket_drop"}}, rtt.counts.socket_drops);
     page.family("rateline_pktgen_rtt_seconds", Type::histogram,
                 "pktgen --rtt: round trip of each reply on pktgen's clock (reply's kernel receive stamp - the "

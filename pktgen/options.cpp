@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <stdexcept>
 #include <string_view>
 
 #include "engine/replay_stamps.hpp"
@@ -15,6 +16,7 @@
 #include "util/cli.hpp"
 #include "util/clock.hpp"
 #include "util/errors.hpp"
+#include "util/key_file.hpp"
 #include "wire/test_payload.hpp"
 
 namespace rateline::pktgen {
@@ -191,7 +193,34 @@ void check_file_options(Config& cfg) {
                             std::to_string(mtu) + " + 14 B of Ethernet header");
 }
 
+// --key-file: read the key, and check that every packet has room for the
+// tag before the smallest test payload and a sender that writes tags.
+void check_key_file(Config& cfg) {
+  if (cfg.key_file.empty()) return;
+  if (!cfg.replay_path.empty()) throw cli::UsageError("--replay sends the capture's frames byte for byte: drop --key-file");
+  // auto: checked once it has chosen (setup.cpp).
+  if (cfg.backend != "auto" && !drivers::describe_backend(cfg.backend).packet_tags)
+    throw cli::UsageError(key_needs_user_space(cfg.backend));
+  const uint32_t smallest = cfg.mix_sizes.empty() ? cfg.size : *std::min_element(cfg.mix_sizes.begin(), cfg.mix_sizes.end());
+  const uint32_t need = wire::kMinPayloadBytes + wire::kTagBytes;
+  if (smallest < need)
+    throw cli::UsageError("--key-file puts an 8 B tag before the test payload: a " + std::to_string(smallest) +
+                          " B payload leaves " + std::to_string(smallest - wire::kTagBytes) + " B, the short header needs " +
+                          std::to_string(wire::kMinPayloadBytes) + " (--size " + std::to_string(need) +
+                          " or more: a " + std::to_string(cfg.frame_sizes(need).l2) + " B frame)");
+  try {
+    cfg.tag_key = wire::packet_key(secret::load_key_file(cfg.key_file));
+  } catch (const std::runtime_error& e) {
+    throw cli::UsageError(e.what());
+  }
+}
+
 }  // namespace
+
+std::string key_needs_user_space(const std::string& backend) {
+  return "--key-file: --backend " + backend + " makes its packets in a BPF program, which cannot tag them: send with "
+         "afxdp, afpacket or a socket backend";
+}
 
 int parse_options(int argc, char** argv, Config& cfg) {
   CLI::App app{"pktgen: send bursts of numbered, timestamped, checksummed UDP packets (udp_bench b-t-n-s)", "pktgen"};
@@ -262,6 +291,9 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--replay", cfg.replay_path,
                  "send this pcap capture's frames byte for byte, in file order (--backend afpacket or afxdp, "
                  "--device IF, or dpdk); --count = frames, looping over the file (default: the file once)");
+  app.add_option("--key-file", cfg.key_file,
+                 "start every packet with an 8 B tag keyed by this file's secret (SipHash-2-4; rx --key-file with "
+                 "the same file counts only tagged packets); the tag is part of --size. Make one: ceiling --make-key FILE");
   app.add_flag("--replay-stamp", cfg.replay_stamp,
                "with --replay: each UDP frame with 18 B of payload or more carries our numbered, stamped payload "
                "instead of its own (one stream per UDP flow of the file, with end markers), so rx counts it exactly");
@@ -418,6 +450,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
       cfg.sndbuf_bytes = static_cast<int>(in_range<uint64_t>("--sndbuf", convert("--sndbuf", [&] { return units::parse_bytes(sndbuf); }), 4096, 1ull << 30));
     cfg.end_markers = static_cast<uint32_t>(in_range<uint64_t>("--end-markers", convert("--end-markers", [&] { return units::parse_count(end_markers); }), 0, 100));
     check_file_options(cfg);
+    check_key_file(cfg);
     cfg.metrics = metrics.parse();
     if (!cfg.port_set.empty()) check_port_set(cfg, false);
   } catch (const cli::UsageError& e) {

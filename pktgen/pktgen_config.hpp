@@ -13,6 +13,7 @@
 #include "net/pcap_file.hpp"
 #include "report/metrics_server.hpp"
 #include "util/units.hpp"
+#include "wire/packet_tag.hpp"
 
 namespace rateline::pktgen {
 
@@ -57,6 +58,11 @@ struct Config {
   uint32_t end_markers = 3;
   bool gso = false;
   bool rtt = false;  // --rtt: read the packets a receiver reflects (rx --reflect) and report round trips
+  // --key-file: every packet starts with this key's tag (wire/packet_tag.hpp);
+  // --size and the mix's sizes count it (the test payload is kTagBytes shorter).
+  std::string key_file;
+  std::optional<wire::PacketKey> tag_key;
+  uint32_t tag_bytes() const { return tag_key ? wire::kTagBytes : 0; }
   std::string json_path;
   std::string csv_path;  // --csv: progress and result records as CSV rows
   bool quiet = false;
@@ -94,6 +100,8 @@ struct Config {
 std::string vlan_needs_frames(const std::string& backend);
 // The same for a --src-ip range: the kernel picks a socket's source address.
 std::string src_range_needs_frames(const std::string& backend);
+// The line that refuses --key-file on a backend whose packets BPF writes.
+std::string key_needs_user_space(const std::string& backend);
 
 // One config per port of a port set (each with its device, destination and
 // port_device), or cfg itself when there is no set.

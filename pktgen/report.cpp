@@ -98,10 +98,11 @@ std::string rtt_text(const drivers::ReplyListener& l, uint64_t sent) {
     n += std::snprintf(line + n, sizeof line - n, "rtt: min %.1f us, p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us; "
                        "jitter (RFC 3550) %.1f us\n", h.min() / 1e3, h.quantile(0.5) / 1e3, h.quantile(0.99) / 1e3,
                        h.quantile(0.999) / 1e3, h.max() / 1e3, l.jitter_ns() / 1e3);
-  if (c.other_sender || c.implausible || c.not_ours || c.socket_drops)
+  if (c.other_sender || c.implausible || c.not_ours || c.unauthenticated || c.socket_drops)
     std::snprintf(line + n, sizeof line - n, "rtt: not counted: %" PRIu64 " from another sender id, %" PRIu64
-                  " with an implausible stamp, %" PRIu64 " not replies of ours; %" PRIu64 " dropped by a full socket\n",
-                  c.other_sender, c.implausible, c.not_ours, c.socket_drops);
+                  " with an implausible stamp, %" PRIu64 " not replies of ours, %" PRIu64
+                  " without the key's tag; %" PRIu64 " dropped by a full socket\n",
+                  c.other_sender, c.implausible, c.not_ours, c.unauthenticated, c.socket_drops);
   return line;
 }
 
@@ -113,7 +114,7 @@ nlohmann::json rtt_json(const drivers::ReplyListener& l) {
     ns = {{"min", h.min()}, {"p50", h.quantile(0.5)}, {"p99", h.quantile(0.99)}, {"p999", h.quantile(0.999)},
           {"max", h.max()}, {"mean", h.sum_ns() / h.samples()}};
   return {{"replies", c.replies}, {"other_sender", c.other_sender}, {"implausible", c.implausible},
-          {"not_ours", c.not_ours}, {"socket_drops", c.socket_drops}, {"rtt_ns", ns}, {"jitter_ns", l.jitter_ns()},
+          {"not_ours", c.not_ours}, {"unauthenticated", c.unauthenticated}, {"socket_drops", c.socket_drops}, {"rtt_ns", ns}, {"jitter_ns", l.jitter_ns()},
           {"receive_stamps", l.kernel_stamps() ? "kernel" : "batch"}};
 }
 

@@ -188,6 +188,7 @@ Run set_up(const Config& cfg) {
   const std::string chosen = cfg.backend == "auto" ? std::string("auto (") + desc.name + " here)" : cfg.backend;
   if (!cfg.vlan_tci.empty() && !desc.frames) throw cli::UsageError(vlan_needs_frames(chosen));
   if (cfg.src_range && !desc.frames) throw cli::UsageError(src_range_needs_frames(chosen));
+  if (cfg.tag_key && !desc.packet_tags) throw cli::UsageError(key_needs_user_space(chosen));
   if (cfg.rtt && !desc.tx_rtt)
     throw cli::UsageError("--rtt: the " + std::string(desc.name) + " backend cannot read the replies; send with socket, "
                           "uring, afpacket, afxdp or xdp");
@@ -204,7 +205,8 @@ Run set_up(const Config& cfg) {
 
   o.device = cfg.device;
   o.payload_bytes = cfg.size;
-  o.slot_bytes = std::max({cfg.size, wire::kEndMarkerMinPayloadBytes, cfg.replay ? cfg.replay->max_len : 0});
+  const uint32_t tag = cfg.tag_bytes();  // --key-file: every payload starts with it; the plans describe what follows
+  o.slot_bytes = std::max({cfg.size, tag + wire::kEndMarkerMinPayloadBytes, cfg.replay ? cfg.replay->max_len : 0});
   o.pcap_path = cfg.pcap_out;
   o.batch = cfg.batch;
   o.sndbuf_bytes = cfg.sndbuf_bytes;
@@ -222,7 +224,7 @@ Run set_up(const Config& cfg) {
   run.sender_id = draw_sender_id();
   if (cfg.rtt) {
     run.replies = std::make_unique<drivers::ReplyListener>(run.sender_id, cfg.port, o.slot_bytes,
-                                                           cfg.dst_ports ? cfg.dst_ports->count() : 1);
+                                                           cfg.dst_ports ? cfg.dst_ports->count() : 1, cfg.tag_key);
     if (!desc.frames) o.replies = run.replies.get();  // the workers' sockets, adopted as they open
   }
   run.backend = desc.open_tx(o);
@@ -233,7 +235,7 @@ Run set_up(const Config& cfg) {
 
   if (cfg.rate) run.asked_pps = rate_to_pps(cfg, run.mean);
 
-  const uint32_t end_len = wire::end_marker_plan(cfg.size).len;
+  const uint32_t end_len = tag + wire::end_marker_plan(cfg.size - tag).len;
   for (unsigned i = 0; i < cfg.threads; ++i) {
     auto w = std::make_unique<Worker>();
     w->cpu = run.placement.worker_cpus[i];
@@ -271,7 +273,7 @@ Run set_up(const Config& cfg) {
     // The short form carries 48-bit sequences: a worker stops before any of
     // its streams could wrap (218 days at 14.88 Mpps).
     const uint32_t smallest = cfg.mix_sizes.empty() ? cfg.size : *std::min_element(cfg.mix_sizes.begin(), cfg.mix_sizes.end());
-    if (!cfg.replay && wire::is_short_form(smallest) && (plan.quota == 0 || plan.quota >= wire::kShortSeqLimit))
+    if (!cfg.replay && wire::is_short_form(smallest - tag) && (plan.quota == 0 || plan.quota >= wire::kShortSeqLimit))
       plan.quota = wire::kShortSeqLimit - 1;
     // A replay without --count or --duration sends the file once.
     if (cfg.replay && !cfg.count && !cfg.duration_ns) plan.quota = cfg.replay->size();
@@ -279,9 +281,12 @@ Run set_up(const Config& cfg) {
     plan.duration_ns = cfg.duration_ns;
     plan.pace = cfg.rate ? pace::PacePlan::for_rate(cfg.burst, *run.asked_pps * plan.flows.size() / flows.size())
                          : pace::PacePlan::for_delay(cfg.burst, cfg.delay_ns);
-    plan.payload = wire::PayloadPlan::make(cfg.size, wire::kHeaderBytes / 8, run.sender_id);
-    plan.end_payload = wire::end_marker_plan(cfg.size, run.sender_id);
-    for (uint32_t payload : cfg.mix_sizes) plan.mix.push_back(wire::PayloadPlan::make(payload, wire::kHeaderBytes / 8, run.sender_id));
+    plan.payload = wire::PayloadPlan::make(cfg.size - tag, wire::kHeaderBytes / 8, run.sender_id);
+    plan.end_payload = wire::end_marker_plan(cfg.size - tag, run.sender_id);
+    for (uint32_t payload : cfg.mix_sizes)
+      plan.mix.push_back(wire::PayloadPlan::make(payload - tag, wire::kHeaderBytes / 8, run.sender_id));
+    plan.tag_bytes = tag;
+    if (cfg.tag_key) plan.tag_key = *cfg.tag_key;
     if (!cfg.mix_sizes.empty()) plan.mix_cycle = engine::size_mix_cycle(cfg.mix_weights);
     plan.end_body.delay_ns = cfg.delay_ns;
     plan.end_body.count = cfg.count;

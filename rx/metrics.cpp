@@ -50,6 +50,8 @@ void per_worker(report::PrometheusText& page, size_t workers, bool reflecting, C
   family("rateline_rx_malformed_packets_total", "Our magic, inconsistent header or length (JSON: malformed).",
          &stats::RxCounters::malformed);
   family("rateline_rx_foreign_packets_total", "Frames that were not ours (JSON: foreign).", &stats::RxCounters::foreign);
+  family("rateline_rx_unauthenticated_packets_total", "rx --key-file: datagrams without the key's tag, not decoded "
+         "(JSON: unauthenticated).", &stats::RxCounters::unauthenticated);
   family("rateline_rx_socket_drops_total",
          "Drops the backend itself reports: socket overflow (SO_RXQ_OVFL), ring full (JSON: socket_drops).",
          &stats::RxCounters::backend_drops);

@@ -13,6 +13,7 @@
 #include "util/cli.hpp"
 #include "util/clock.hpp"
 #include "util/errors.hpp"
+#include "util/key_file.hpp"
 #include "util/units.hpp"
 
 namespace rateline::rx {
@@ -44,6 +45,11 @@ std::string port_set_refusal(const std::string& backend, bool frames) {
 }
 
 }  // namespace
+
+std::string key_counted_in_kernel(const std::string& backend) {
+  return "--key-file: the " + backend + " receiver counts in a BPF program, which cannot check a tag: receive with "
+         "afxdp, afpacket, dpdk or a socket backend";
+}
 
 int parse_options(int argc, char** argv, Config& cfg) {
   CLI::App app{"rx: receive a pktgen stream, check every packet, count what arrived and what was missed", "rx"};
@@ -95,6 +101,9 @@ int parse_options(int argc, char** argv, Config& cfg) {
                "send each data packet back to its sender unchanged (stamps untouched), for pktgen --rtt's round "
                "trip; only packets that passed every check go back (socket, uring, afpacket)");
   app.add_option("--reflect-every", reflect_every, "with --reflect: send back every Nth data packet only (default 1)");
+  app.add_option("--key-file", cfg.key_file,
+                 "count only packets that start with this file's tag (pktgen --key-file with the same file); the "
+                 "rest are `unauthenticated` and touch no stream. Not with --backend xdp (it counts in BPF)");
   app.add_option("--csv", cfg.csv_path,
                  "write the progress and result records as CSV to this file (- for stdout): columns are the JSON "
                  "field names, nested ones joined with '.'; written whole at the end");
@@ -191,6 +200,15 @@ int parse_options(int argc, char** argv, Config& cfg) {
       if (cfg.backend != "auto" && !drivers::describe_backend(cfg.backend).rx_reflects)
         throw cli::UsageError("--reflect: --backend " + cfg.backend + " cannot send packets back; receive with socket, uring, afpacket, afxdp, dpdk or xdp");
       if (cfg.layers) throw cli::UsageError("--reflect with --layers: a frame sent back cannot also go on to the sockets; drop one");
+    }
+    if (!cfg.key_file.empty()) {
+      if (cfg.backend != "auto" && !drivers::describe_backend(cfg.backend).packet_tags)
+        throw cli::UsageError(key_counted_in_kernel(cfg.backend));
+      try {
+        cfg.tag_key = wire::packet_key(secret::load_key_file(cfg.key_file));
+      } catch (const std::runtime_error& e) {
+        throw cli::UsageError(e.what());
+      }
     }
     cfg.metrics = metrics.parse();
     cfg.port_set = cli::port_devices(cfg.device);

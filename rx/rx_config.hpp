@@ -2,11 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "net/frame.hpp"
 #include "report/metrics_server.hpp"
+#include "wire/packet_tag.hpp"
 
 namespace rateline::rx {
 
@@ -40,6 +42,8 @@ struct Config {
   std::string pcap_out;       // --pcap-out: copies of the first --pcap-max frames and of the bad ones after them (engine/frame_keeper.hpp)
   uint32_t pcap_max = 1000;
   uint32_t reflect_every = 0; // --reflect [--reflect-every N]: send every Nth data packet back (0: off)
+  std::string key_file;       // --key-file: count only packets with this key's tag (wire/packet_tag.hpp)
+  std::optional<wire::PacketKey> tag_key;
   // --device a,b: a port set, one whole run per device (its own backend,
   // workers, streams and counts), all in this process; --count and
   // --expect-senders are each port's. Raw receivers only (each takes its
@@ -53,6 +57,9 @@ struct Config {
 };
 
 int parse_options(int argc, char** argv, Config& cfg);
+
+// The line that refuses --key-file on a receiver that counts in BPF.
+std::string key_counted_in_kernel(const std::string& backend);
 
 // One config per port of a port set (each with its device and
 // port_device), or cfg itself when there is no set.

@@ -31,6 +31,7 @@ Run set_up(const Config& cfg) {
                      "give --backend afxdp, afpacket, socket, uring or dpdk");
   if (cfg.reflect_every && !desc.rx_reflects)
     throw SetupError("--reflect: the " + std::string(desc.name) + " receiver cannot send packets back: give --backend socket, uring, afpacket, afxdp, dpdk or xdp");
+  if (cfg.tag_key && !desc.packet_tags) throw SetupError(key_counted_in_kernel(desc.name));
   const std::string cores = cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores;
   run.placement = topo::place_workers(cfg.threads, cores, cores == "auto" ? topo::device_numa_node(run.device, cfg.dpdk_args) : -1);
   o.bind = run.bind;
@@ -43,6 +44,7 @@ Run set_up(const Config& cfg) {
   o.rcvbuf_bytes = cfg.rcvbuf_bytes;
   o.max_streams = cfg.max_streams;
   o.reflect_every = cfg.reflect_every;
+  o.tag_key = cfg.tag_key;
   o.expect = cfg.expect;
   o.layers = cfg.layers;
   o.threads = cfg.threads;
@@ -64,6 +66,7 @@ Run set_up(const Config& cfg) {
     w->plan.max_payload_bytes = cfg.max_size;
     w->plan.test_slow_ns = uint64_t{cfg.test_slow_us} * 1000;
     w->plan.reflect_every = cfg.reflect_every;
+    w->plan.tag_key = cfg.tag_key;
     if (!cfg.pcap_out.empty()) {
       w->keeper = std::make_unique<engine::FrameKeeper>(cfg.pcap_max, cfg.kept_frame_bytes());
       w->plan.keep = w->keeper.get();

@@ -24,7 +24,7 @@ class NullTx : public TxBackend {
   engine::TxResult run(const TxWorker&, const engine::TxPlan& plan, stats::TxSnapshotRing& snapshots,
                        const std::atomic<bool>& stop, const std::function<void()>& ready) override {
     const uint32_t frame_bytes = static_cast<uint32_t>(net::headers_len(plan.ipv6, plan.vlan_tags)) +
-                                 std::max(plan.payload.len, plan.end_payload.len);
+                                 plan.tag_bytes + std::max(plan.payload.len, plan.end_payload.len);
     NullTxQueue q(batch_, std::max(frame_bytes, plan.replay ? plan.replay->max_len : 0));
     ready();
     return engine::run_tx(q, plan, snapshots, stop);
@@ -66,6 +66,12 @@ class NullRx : public QueueRxBackend<NullRxQueue, NullRxConfig> {
     cfg_.payload_bytes = payload_bytes(o.device);
     if (cfg_.payload_bytes + 1 > o.slot_bytes)
       throw SetupError("--backend null: size=" + std::to_string(cfg_.payload_bytes) + " exceeds --max-size");
+    // --key-file: the synthetic peer tags its packets as pktgen --key-file would.
+    cfg_.tag_key = o.tag_key;
+    if (o.tag_key && cfg_.payload_bytes < wire::kMinPayloadBytes + wire::kTagBytes)
+      throw SetupError("--backend null: size=" + std::to_string(cfg_.payload_bytes) + " leaves no room for the " +
+                       "--key-file tag and the short header: size=" +
+                       std::to_string(wire::kMinPayloadBytes + wire::kTagBytes) + " or more");
     net::UdpEndpoints& ep = cfg_.endpoints;
     ep.src_mac = kNoWireDstMac;
     ep.dst_mac = kNoWireSrcMac;

@@ -11,7 +11,9 @@ NullTxQueue::NullTxQueue(uint32_t batch, uint32_t frame_bytes) : buffer_(size_t{
 }
 
 NullRxQueue::NullRxQueue(const NullRxConfig& cfg)
-    : cfg_(cfg), payload_(wire::PayloadPlan::make(cfg.payload_bytes, wire::kHeaderBytes / 8, cfg.sender_id)) {
+    : cfg_(cfg),
+      tag_bytes_(cfg.tag_key ? wire::kTagBytes : 0),
+      payload_(wire::PayloadPlan::make(cfg.payload_bytes - tag_bytes_, wire::kHeaderBytes / 8, cfg.sender_id)) {
   headers_len_ = static_cast<uint32_t>(net::headers_len(cfg.ipv6));
   const uint32_t frame_bytes = headers_len_ + cfg.payload_bytes;
   buffer_.resize(size_t{cfg.batch} * frame_bytes);
@@ -31,7 +33,9 @@ std::span<const engine::RxFrame> NullRxQueue::poll(uint32_t n) {
   const uint64_t stamp_ns = now_ns();
   for (uint32_t i = 0; i < n; ++i) {
     uint8_t* f = const_cast<uint8_t*>(frames_[i].data);
-    const wire::PayloadSums sums = wire::fill_data_payload(f + headers_len_, payload_, cfg_.stream, next_seq_++, stamp_ns);
+    uint8_t* p = f + headers_len_;
+    wire::PayloadSums sums = wire::fill_data_payload(p + tag_bytes_, payload_, cfg_.stream, next_seq_++, stamp_ns);
+    if (tag_bytes_) sums.ones += wire::put_tag(*cfg_.tag_key, p, payload_.len);
     if constexpr (std::endian::native == std::endian::little) {
       net::udp_store_checksum(f, headers_len_, headers_sum_, sums.ones);
     } else {  // the writer's sum matches little-endian loads only (engine/tx_loop.hpp)

@@ -12,11 +12,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "engine/queue.hpp"
 #include "net/frame.hpp"
+#include "wire/packet_tag.hpp"
 #include "wire/test_payload.hpp"
 
 namespace rateline::drivers {
@@ -44,6 +46,7 @@ struct NullRxConfig {
   uint16_t sender_id = 1;
   uint32_t batch = 64;
   uint64_t frames = 0;          // this worker's share of rx --count; 0 = endless
+  std::optional<wire::PacketKey> tag_key;  // rx --key-file: payloads start with its tag
 };
 
 class NullRxQueue {
@@ -56,7 +59,8 @@ class NullRxQueue {
 
  private:
   NullRxConfig cfg_;
-  wire::PayloadPlan payload_;
+  uint32_t tag_bytes_;         // before each payload's test payload (rx --key-file)
+  wire::PayloadPlan payload_;  // the test payload after the tag
   uint32_t headers_len_ = 0;
   uint64_t headers_sum_ = 0;
   uint64_t next_seq_ = 0;

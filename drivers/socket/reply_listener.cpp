@@ -26,11 +26,13 @@ constexpr uint64_t kPublishEveryNs = 100'000'000;  // as the workers' snapshots
 
 }  // namespace
 
-ReplyListener::ReplyListener(uint16_t sender_id, uint16_t reply_port, uint32_t max_payload, uint16_t reply_ports)
+ReplyListener::ReplyListener(uint16_t sender_id, uint16_t reply_port, uint32_t max_payload, uint16_t reply_ports,
+                             std::optional<wire::PacketKey> tag_key)
     : sender_id_(sender_id),
       reply_port_(reply_port),
       reply_ports_(reply_ports),
       max_payload_(max_payload),
+      tag_key_(tag_key),
       run_start_ns_(now_ns()) {}
 
 ReplyListener::~ReplyListener() {
@@ -133,7 +135,17 @@ void ReplyListener::drain(int fd, uint8_t* buffers) {
       const uint64_t stamp = rx_stamp_ns(msgs[i].msg_hdr, wall_offset);
       const uint64_t rx_ns = stamp ? stamp : batch_ns;
       const net::SenderAddress src = net::SenderAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&from[i]));
-      wire::Decoded d = wire::decode(static_cast<const uint8_t*>(iov[i].iov_base), msgs[i].msg_len);
+      const uint8_t* payload = static_cast<const uint8_t*>(iov[i].iov_base);
+      uint32_t len = msgs[i].msg_len;
+      if (tag_key_) {
+        if (len > max_payload_ || !wire::tag_ok(*tag_key_, payload, len)) {
+          ++counts_.unauthenticated;
+          continue;
+        }
+        payload += wire::kTagBytes;
+        len -= wire::kTagBytes;
+      }
+      wire::Decoded d = wire::decode(payload, len);
       if (d.short_form) d.tx_ns = wire::extend_stamp48(d.tx_ns, rx_ns);
       if (d.verdict != wire::Verdict::data || uint16_t(src.port - reply_port_) >= reply_ports_ ||
           msgs[i].msg_len > max_payload_) {

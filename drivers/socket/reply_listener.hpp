@@ -13,11 +13,13 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "socket/udp_socket.hpp"
 #include "stats/latency.hpp"
+#include "wire/packet_tag.hpp"
 
 namespace rateline::drivers {
 
@@ -26,6 +28,7 @@ struct RttCounts {
   uint64_t other_sender = 0;  // our format with another run's sender id (not a reply to us)
   uint64_t implausible = 0;   // a stamp from before this run began, or later than its reply's arrival
   uint64_t not_ours = 0;      // anything else: not our format, a bad checksum, an end marker, not from --port
+  uint64_t unauthenticated = 0;  // --key-file: without the key's tag (never decoded)
   uint64_t socket_drops = 0;  // replies the kernel dropped because the listener's buffer was full
 };
 
@@ -42,7 +45,10 @@ class ReplyListener {
  public:
   // `reply_port`: the receiver's port (--port), or the first of
   // `reply_ports` (a --port range); a reply comes from one of them.
-  ReplyListener(uint16_t sender_id, uint16_t reply_port, uint32_t max_payload, uint16_t reply_ports = 1);
+  // `tag_key` (pktgen --key-file): a reply must carry this key's tag, as the
+  // packet it reflects did; null: no tags.
+  ReplyListener(uint16_t sender_id, uint16_t reply_port, uint32_t max_payload, uint16_t reply_ports = 1,
+                std::optional<wire::PacketKey> tag_key = std::nullopt);
   ~ReplyListener();
   ReplyListener(const ReplyListener&) = delete;
   ReplyListener& operator=(const ReplyListener&) = delete;
@@ -74,6 +80,7 @@ class ReplyListener {
   uint16_t reply_port_;
   uint16_t reply_ports_;
   uint32_t max_payload_;
+  std::optional<wire::PacketKey> tag_key_;
   uint64_t run_start_ns_;  // no send stamp of this run can be older
   std::mutex adopt_mutex_;
   std::vector<int> fds_;

@@ -162,6 +162,7 @@ extern const BackendDescriptor xdp_backend = {
     .rx_in_kernel = true,
     .rx_reflects = true,  // XDP_TX, in place, in the driver
     .tx_rtt = true,  // its frames' replies come back to the kernel, to a socket on each source port
+    .packet_tags = false,  // BPF writes and counts its packets: no libsodium there
 };
 
 }  // namespace rateline::drivers

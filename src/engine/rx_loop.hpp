@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <ctime>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "engine/queue.hpp"
@@ -30,6 +31,7 @@
 #include "stats/sequence_tracker.hpp"
 #include "util/clock.hpp"
 #include "wire/decode.hpp"
+#include "wire/packet_tag.hpp"
 #include "wire/test_payload.hpp"
 
 namespace rateline::engine {
@@ -96,6 +98,9 @@ struct RxPlan {
   // rx --reflect: every Nth data packet (counted per worker) goes back to its
   // sender unchanged, for the sender's round-trip time (pktgen --rtt). 0: off.
   uint32_t reflect_every = 0;
+  // rx --key-file: only payloads that start with this key's tag are decoded
+  // (wire/packet_tag.hpp); the rest are `unauthenticated`. Unset: no tags.
+  std::optional<wire::PacketKey> tag_key;
 };
 
 struct RxResult {
@@ -183,12 +188,26 @@ inline void withdraw_end(RxStreamState& s, stats::RxCounters& c, StreamEventRing
 struct StreamLookup {
   StreamTable<RxStreamState>& table;
   StreamEventRing* events;
+  const wire::PacketKey* tag_key;  // RxPlan::tag_key
 };
 
+// `len` is the whole UDP payload, tag included: what the sender counted.
 inline void account(RxResult& st, StreamLookup& streams, const net::SenderAddress& from, const uint8_t* payload,
                     uint32_t len, uint64_t rx_ns) {
   stats::RxCounters& c = st.counters;
-  wire::Decoded d = wire::decode(payload, len);
+  const uint8_t* test_payload = payload;
+  uint32_t test_len = len;
+  if (streams.tag_key) [[unlikely]] {
+    // Nothing without the key's tag reaches the decoder, so nothing it says
+    // touches a stream: a stranger cannot even make one.
+    if (!wire::tag_ok(*streams.tag_key, payload, len)) {
+      ++c.unauthenticated;
+      return;
+    }
+    test_payload += wire::kTagBytes;
+    test_len -= wire::kTagBytes;
+  }
+  wire::Decoded d = wire::decode(test_payload, test_len);
   if (d.short_form) [[unlikely]] d.tx_ns = wire::extend_stamp48(d.tx_ns, rx_ns);
   if (d.verdict == wire::Verdict::foreign) [[unlikely]] {
     ++c.foreign;
@@ -335,7 +354,7 @@ RxResult run_rx(Q& q, const RxPlan& plan, stats::RxSnapshotRing& snapshots, cons
   // field) and at most plan.max_payload_bytes (longer: malformed, before account()).
   st.packets_by_size.assign(std::min<uint64_t>(plan.max_payload_bytes, 65535) + 1, 0);
   StreamTable<RxStreamState> table(st.streams, plan.max_streams);
-  detail::StreamLookup streams{table, plan.events};
+  detail::StreamLookup streams{table, plan.events, plan.tag_key ? &*plan.tag_key : nullptr};
   stats::RxCounters& c = st.counters;
   uint64_t next_publish_ns = now_ns() + plan.publish_every_ns;
   auto publish = [&](uint64_t now, bool final) {

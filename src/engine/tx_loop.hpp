@@ -175,17 +175,19 @@ struct DataSource {
     f = &plan.flows[schedule.flow()];
     uint64_t seq = f->next_seq;
     const uint64_t batch_stamp = stamps.stamp();
+    const uint32_t tag = plan.tag_bytes;
     for (TxSlot& s : slots) {
-      const wire::PayloadSums sums =
-          wire::fill_data_payload(data_payload<Q>(s, *f), plan.payload, f->stream, seq++, batch_stamp);
-      finish_data_frame<Q>(s, f->headers_len, f->udp_sum, plan.payload.len, plan.ipv6, sums);
+      uint8_t* p = data_payload<Q>(s, *f);
+      wire::PayloadSums sums = wire::fill_data_payload(p + tag, plan.payload, f->stream, seq++, batch_stamp);
+      if (tag) [[unlikely]] sums.ones += wire::put_tag(plan.tag_key, p, plan.payload.len);
+      finish_data_frame<Q>(s, f->headers_len, f->udp_sum, tag + plan.payload.len, plan.ipv6, sums);
     }
     lead.add(stamps.now() - batch_stamp);
   }
   uint64_t took(uint32_t taken) {
     f->next_seq += taken;  // cancelled slots give their sequence numbers back: no false gap
     schedule.advance(taken);
-    return uint64_t{taken} * plan.payload.len;
+    return uint64_t{taken} * (plan.tag_bytes + plan.payload.len);
   }
 };
 
@@ -209,14 +211,16 @@ struct MixDataSource {
     uint32_t at = cycle_at;
     const uint32_t cycle = static_cast<uint32_t>(plan.mix_cycle.size());
     const uint64_t batch_stamp = stamps.stamp();
+    const uint32_t tag = plan.tag_bytes;
     for (TxSlot& s : slots) {
       const uint8_t k = plan.mix_cycle[at];
       if (++at == cycle) at = 0;
       const wire::PayloadPlan& pl = plan.mix[k];
-      const wire::PayloadSums sums =
-          wire::fill_data_payload(mix_data_payload<Q>(s, *f, k), pl, f->stream, seq++, batch_stamp);
+      uint8_t* p = mix_data_payload<Q>(s, *f, k);
+      wire::PayloadSums sums = wire::fill_data_payload(p + tag, pl, f->stream, seq++, batch_stamp);
+      if (tag) [[unlikely]] sums.ones += wire::put_tag(plan.tag_key, p, pl.len);
       const uint64_t headers_sum = Q::kLayer == Layer::ethernet ? f->mix_headers[k].udp_sum : 0;
-      finish_data_frame<Q>(s, f->headers_len, headers_sum, pl.len, plan.ipv6, sums);
+      finish_data_frame<Q>(s, f->headers_len, headers_sum, tag + pl.len, plan.ipv6, sums);
     }
     lead.add(stamps.now() - batch_stamp);
   }
@@ -229,7 +233,7 @@ struct MixDataSource {
       const uint8_t k = plan.mix_cycle[cycle_at];
       if (++cycle_at == cycle) cycle_at = 0;
       ++class_packets[k];
-      bytes += plan.mix[k].len;
+      bytes += plan.tag_bytes + plan.mix[k].len;
     }
     return bytes;
   }
@@ -315,8 +319,10 @@ void send_end_markers(Q& q, TxPlan& plan, stats::TxCounters& c, TxResult& result
       TxSlot& s = slots[0];
       wire::EndMarkerBody body = plan.end_body;
       body.total_sent = f.next_seq;
-      wire::fill_end_marker(end_marker_payload<Q>(s, f), plan.end_payload, f.stream, body, now_ns());
-      finish_frame<Q>(s, f, plan.end_payload.len, plan.ipv6);
+      uint8_t* p = end_marker_payload<Q>(s, f);
+      wire::fill_end_marker(p + plan.tag_bytes, plan.end_payload, f.stream, body, now_ns());
+      if (plan.tag_bytes) wire::put_tag(plan.tag_key, p, plan.end_payload.len);
+      finish_frame<Q>(s, f, plan.tag_bytes + plan.end_payload.len, plan.ipv6);
       bool stalled = false;
       c.end_markers += commit_all(q, slots, c, kEndMarkerStallNs, no_stop, stalled);
     }

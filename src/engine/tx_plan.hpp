@@ -13,6 +13,7 @@
 #include "net/pcap_file.hpp"
 #include "pace/pacer.hpp"
 #include "stats/counters.hpp"
+#include "wire/packet_tag.hpp"
 #include "wire/test_payload.hpp"
 
 namespace rateline::engine {
@@ -47,6 +48,11 @@ struct TxPlan {
   std::vector<wire::PayloadPlan> mix;
   std::vector<uint8_t> mix_cycle;
   wire::PayloadPlan end_payload;
+  // pktgen --key-file: every payload (data and end markers) is the key's
+  // tag, then the test payload the plans above describe (wire/packet_tag.hpp),
+  // so a frame's UDP payload is tag_bytes longer than its plan. 0: no tags.
+  uint32_t tag_bytes = 0;
+  wire::PacketKey tag_key;
   wire::EndMarkerBody end_body;  // total_sent filled per stream at the end
   uint32_t end_markers = 3;      // copies per stream, spaced so one survives a full receive queue
   uint64_t end_marker_gap_ns = 2'000'000;

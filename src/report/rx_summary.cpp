@@ -50,6 +50,7 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
     s.totals.malformed = sat_add(s.totals.malformed, c.malformed);
     s.totals.corrupt = sat_add(s.totals.corrupt, c.corrupt);
     s.totals.unknown_stream = sat_add(s.totals.unknown_stream, c.unknown_stream);
+    s.totals.unauthenticated = sat_add(s.totals.unauthenticated, c.unauthenticated);
     s.totals.backend_drops = sat_add(s.totals.backend_drops, c.backend_drops);
     s.totals.fragments = sat_add(s.totals.fragments, c.fragments);
     s.totals.bad_udp_checksum = sat_add(s.totals.bad_udp_checksum, c.bad_udp_checksum);
@@ -237,6 +238,11 @@ std::string format_table(const RxSummary& s, bool ipv6) {
                 "; socket drops (sk_drops) %" PRIu64 "\n",
                 s.totals.foreign, s.totals.malformed, s.totals.unknown_stream, s.totals.backend_drops);
   out += line;
+  if (s.totals.unauthenticated) {
+    std::snprintf(line, sizeof line, "unauthenticated: %" PRIu64 " datagrams without the --key-file tag, not counted"
+                  " (a stranger's, or ours with a damaged tag)\n", s.totals.unauthenticated);
+    out += line;
+  }
   if (s.totals.bad_udp_checksum) {
     std::snprintf(line, sizeof line, "bad UDP checksum: %" PRIu64 " frames dropped before decoding (the kernel drops these"
                   " before a socket sees them; a sender's lost packet if it was ours)\n", s.totals.bad_udp_checksum);
@@ -362,7 +368,8 @@ nlohmann::json to_json(const RxSummary& s, bool ipv6) {
           {"sent", s.all_ended ? nlohmann::json(s.sent_by_markers) : nlohmann::json(nullptr)},
           {"reordered", s.reordered}, {"duplicated", s.duplicates}, {"stale", s.stale},
           {"corrupt", s.totals.corrupt}, {"foreign", s.totals.foreign}, {"malformed", s.totals.malformed},
-          {"unknown_stream", s.totals.unknown_stream}, {"end_markers", s.totals.end_markers},
+          {"unknown_stream", s.totals.unknown_stream}, {"unauthenticated", s.totals.unauthenticated},
+          {"end_markers", s.totals.end_markers},
           {"frames", s.totals.frames}, {"socket_drops", s.totals.backend_drops},
           {"payload_bytes", s.totals.payload_bytes}, {"payload_len", s.payload_len},
           {"pps", r.pps}, {"payload_mbps", r.payload_mbps}, {"l2_mbps", r.l2_mbps}, {"l1_mbps", r.l1_mbps},

@@ -70,6 +70,7 @@ struct alignas(ring::kCacheLine) RxCounters {
   uint64_t events_lost = 0;      // stream events the main thread's ring had no room for
   uint64_t stream_count = 0;   // announced by end markers (largest seen)
   uint64_t unknown_stream = 0; // stream id beyond --max-streams
+  uint64_t unauthenticated = 0;  // rx --key-file: UDP to our port without the key's tag (never decoded)
   uint64_t backend_drops = 0;  // drops the backend itself reports (SO_RXQ_OVFL, ring full...)
   uint64_t reflected = 0;      // rx --reflect: data packets sent back to their senders, unchanged
   uint64_t reflect_failed = 0; // rx --reflect: of those picked, the socket or TX ring had no room for (never waited on), or the driver failed to send (xdp)

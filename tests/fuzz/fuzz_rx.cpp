@@ -18,12 +18,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "engine/rx_loop.hpp"
 #include "net/frame.hpp"
 #include "report/rx_summary.hpp"
+#include "util/key_file.hpp"
+#include "wire/packet_tag.hpp"
 #include "wire/test_payload.hpp"
 
 using namespace rateline;
@@ -88,7 +91,16 @@ std::vector<uint8_t> to_ethernet(const std::vector<uint8_t>& payload, uint16_t d
   return f;
 }
 
-std::vector<std::vector<uint8_t>> script(FuzzedDataProvider& in, bool ethernet, uint32_t max_streams) {
+// rx --key-file's key, when the input asks for one: most of the script's
+// payloads then carry its tag, the rest none or a wrong one.
+wire::PacketKey fuzz_key() {
+  secret::Key s;
+  s.fill(0x5a);
+  return wire::packet_key(s);
+}
+
+std::vector<std::vector<uint8_t>> script(FuzzedDataProvider& in, bool ethernet, uint32_t max_streams,
+                                         const std::optional<wire::PacketKey>& key) {
   std::vector<std::vector<uint8_t>> frames;
   while (in.remaining_bytes() > 0 && frames.size() < 512) {
     const int op = in.ConsumeIntegralInRange(0, 5);
@@ -135,6 +147,13 @@ std::vector<std::vector<uint8_t>> script(FuzzedDataProvider& in, bool ethernet, 
         case 4: wire::detail::store_be(p.data() + 24, in.ConsumeIntegral<uint32_t>(), 4); break;  // length field
       }
     }
+    if (key) {  // the tag before it: right (mostly), or whatever the input says
+      std::vector<uint8_t> tagged(wire::kTagBytes + p.size());
+      std::copy(p.begin(), p.end(), tagged.begin() + wire::kTagBytes);
+      if (in.ConsumeIntegralInRange(0, 3)) wire::put_tag(*key, tagged.data(), static_cast<uint32_t>(p.size()));
+      else for (uint32_t i = 0; i < wire::kTagBytes; ++i) tagged[i] = in.ConsumeIntegral<uint8_t>();
+      p = std::move(tagged);
+    }
     // op 4: a well-formed data packet too, sent to another port on the raw path
     const uint16_t port = ethernet && op == 4 && in.ConsumeBool() ? uint16_t{kPort + 1} : kPort;
     frames.push_back(ethernet ? to_ethernet(p, port) : std::move(p));
@@ -152,7 +171,8 @@ void run(FuzzedDataProvider& in) {
   // per-size table run_rx sizes from it small: inputs per second matter here.
   plan.max_payload_bytes = in.ConsumeIntegralInRange<uint32_t>(64, 2048);
   plan.udp_port = kPort;
-  const auto frames = script(in, L == engine::Layer::ethernet, plan.max_streams);
+  if (in.ConsumeIntegralInRange(0, 3) == 0) plan.tag_key = fuzz_key();
+  const auto frames = script(in, L == engine::Layer::ethernet, plan.max_streams, plan.tag_key);
 
   std::atomic<bool> stop{false};
   ScriptQueue<L> q(frames, stop);
@@ -161,7 +181,8 @@ void run(FuzzedDataProvider& in) {
   const stats::RxCounters& c = r.counters;
 
   REQUIRE(c.frames == frames.size());
-  const uint64_t classified = c.data + c.end_markers + c.foreign + c.malformed + c.corrupt;
+  const uint64_t classified = c.data + c.end_markers + c.foreign + c.malformed + c.corrupt + c.unauthenticated;
+  if (!plan.tag_key) REQUIRE(c.unauthenticated == 0);
   REQUIRE(classified <= c.frames && c.frames <= classified + c.unknown_stream + c.fragments);
   uint64_t data = 0, bytes = 0, seen = 0, ended = 0;
   for (const engine::RxStreamState& s : r.streams) {

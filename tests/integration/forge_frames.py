@@ -12,9 +12,12 @@ and from other source ports of the same address (strangers to the stream):
 - an end marker alone, claiming 2^64 - 1 packets, for a stream never seen;
 - PREFILL data packets numbered 0.. of the same stream id and sender id
   (before: they made the real packets look like duplicates and hid loss).
+With --tag-bytes 8 (pktgen --key-file) the stream's packets start with a
+tag; every forgery then carries the captured packet's tag, as a forger
+without the key can at best do.
 Prints "ready", then one JSON line with what it sent and the identity it saw.
 
-usage: forge_frames.py IFACE SRC_IP DST_IP DST_MAC PORT SPORT [--prefill N]
+usage: forge_frames.py IFACE SRC_IP DST_IP DST_MAC PORT SPORT [--prefill N] [--tag-bytes N]
 """
 import argparse
 import json
@@ -42,6 +45,7 @@ def main():
     ap.add_argument("sport", type=int)
     ap.add_argument("--prefill", type=int, default=5000)
     ap.add_argument("--wait", type=float, default=0.3, help="seconds into the stream before forging")
+    ap.add_argument("--tag-bytes", type=int, default=0, help="pktgen --key-file's tag before the header")
     o = ap.parse_args()
 
     tx, sniff, src_mac = open_raw(o.iface)
@@ -49,19 +53,20 @@ def main():
     sip, dip = socket.inet_aton(o.src), socket.inet_aton(o.dst)
     print("ready", flush=True)
 
-    got = capture(sniff, o.sport, o.port, 1)
+    got = capture(sniff, o.sport, o.port, 1, tag_bytes=o.tag_bytes)
     sniff.close()
     if not got:
         print(json.dumps({"error": "no pktgen frame captured"}), flush=True)
         return 1
     f = got[0]
-    body = f[14 + (f[14] & 0x0F) * 4 + 8:]
+    tagged = f[14 + (f[14] & 0x0F) * 4 + 8:]
+    tag, body = tagged[:o.tag_bytes], tagged[o.tag_bytes:]
     stream, = struct.unpack(">H", body[6:8])
     sender, = struct.unpack(">H", body[24:26])
     time.sleep(o.wait)
 
     def send(sport, data):
-        tx.send(frame(src_mac, dmac, sip, dip, sport, o.port, data))
+        tx.send(frame(src_mac, dmac, sip, dip, sport, o.port, tag + data))
 
     now_ns = time.monotonic_ns()
     # As the stream itself (spoofed address, port and sender id).

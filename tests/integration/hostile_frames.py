@@ -36,8 +36,9 @@ ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
 
 
-def capture(sniff, sport, port, n, timeout=10):
-    """The first n rateline data frames from sport to port, as they left."""
+def capture(sniff, sport, port, n, timeout=10, tag_bytes=0):
+    """The first n rateline data frames from sport to port, as they left
+    (tag_bytes: a pktgen --key-file tag before our header)."""
     got = []
     deadline = time.time() + timeout
     sniff.settimeout(0.2)
@@ -46,12 +47,12 @@ def capture(sniff, sport, port, n, timeout=10):
             data, addr = sniff.recvfrom(65535)
         except socket.timeout:
             continue
-        if addr[2] != PACKET_OUTGOING or len(data) < 42 + 32 or data[12:14] != b"\x08\x00" or data[23] != 17:
+        if addr[2] != PACKET_OUTGOING or len(data) < 42 + tag_bytes + 32 or data[12:14] != b"\x08\x00" or data[23] != 17:
             continue
         ihl = (data[14] & 0x0F) * 4
         udp = 14 + ihl
         s, d = struct.unpack("!HH", data[udp:udp + 4])
-        body = data[udp + 8:]
+        body = data[udp + 8 + tag_bytes:]
         if s == sport and d == port and struct.unpack(">I", body[:4])[0] == MAGIC and body[5] == 1:
             got.append(data)
     return got

@@ -15,8 +15,8 @@
 // other connection (replay). The MAC binds both nonces, and the two roles
 // MAC different labels, so a proof cannot be reflected back to its sender.
 // The agent's proof lets the sender know it talks to a holder of the key.
-// K is BLAKE2b-256 (crypto_generichash) of the key file's bytes, so any file
-// of 32 or more random bytes is a key.
+// K is the key file's secret (util/key_file.hpp), shared with pktgen's and
+// rx's per-packet tags, which derive a key of their own from it.
 #pragma once
 
 #include <array>
@@ -24,27 +24,21 @@
 #include <string>
 #include <string_view>
 
+#include "util/key_file.hpp"
+
 namespace rateline::ceiling::auth {
 
-inline constexpr size_t kKeyBytes = 32;        // crypto_auth_KEYBYTES
+using secret::kKeyBytes;                       // = crypto_auth_KEYBYTES
 inline constexpr size_t kNonceBytes = 32;
 inline constexpr size_t kMacBytes = 32;        // crypto_auth_BYTES
-inline constexpr size_t kMinKeyFileBytes = 32;
-inline constexpr size_t kMaxKeyFileBytes = 4096;  // a larger file is not a key someone meant to give
 
-using Key = std::array<unsigned char, kKeyBytes>;
+using secret::Key;
 using Nonce = std::array<unsigned char, kNonceBytes>;
 
 enum class Role { client, agent };
 
-// Reads a key file: a regular file of kMinKeyFileBytes..kMaxKeyFileBytes that
-// neither group nor others may access (mode & 077 == 0). Throws
-// std::runtime_error with one line saying what is wrong and what to run.
-Key load_key_file(const std::string& path);
-
-// Writes kKeyBytes random bytes to a new file `path` (mode 0600; an existing
-// file is never overwritten). Throws std::runtime_error naming the cause.
-void make_key_file(const std::string& path);
+using secret::load_key_file;
+using secret::make_key_file;
 
 Nonce fresh_nonce();
 

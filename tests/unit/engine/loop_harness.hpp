@@ -376,10 +376,11 @@ std::map<uint16_t, uint64_t> refused_per_stream(const TxRun<L>& run) {
 }
 
 template <Layer L>
-engine::RxResult receive(std::vector<std::vector<uint8_t>> frames) {
+engine::RxResult receive(std::vector<std::vector<uint8_t>> frames, std::optional<wire::PacketKey> tag_key = {}) {
   std::atomic<bool> stop{false};
   FakeRxQueue<L> q(std::move(frames), stop);
   engine::RxPlan plan;
+  plan.tag_key = tag_key;
   plan.batch = 64;
   plan.max_streams = 16;
   plan.udp_port = kDstPort;
