@@ -217,6 +217,11 @@ void check_key_file(Config& cfg) {
 
 }  // namespace
 
+std::string mac_range_needs_frames(const std::string& backend) {
+  return "--dst-mac range: --backend " + backend + " sends through the IP stack, which picks the MAC: send with "
+         "afpacket, afxdp, xdp or dpdk";
+}
+
 std::string key_needs_user_space(const std::string& backend) {
   return "--key-file: --backend " + backend + " makes its packets in a BPF program, which cannot tag them: send with "
          "afxdp, afpacket or a socket backend";
@@ -264,7 +269,8 @@ int parse_options(int argc, char** argv, Config& cfg) {
   app.add_option("--batch", batch, "packets per backend call")->capture_default_str();
   app.add_option("--sndbuf", sndbuf, "socket send buffer bytes (4M, 256k)");
   app.add_option("--device", cfg.device, "send through this interface (SO_BINDTODEVICE; raw backends: the interface; dpdk: the port, by id or name)");
-  app.add_option("--dst-mac", cfg.dst_mac, "raw backends: destination MAC (default: the kernel's neighbour entry)");
+  app.add_option("--dst-mac", cfg.dst_mac, "raw backends: destination MAC (default: the kernel's neighbour entry), or "
+                 "a range 02:00:00:00:00:01-02:00:00:00:00:08: one flow per MAC");
   app.add_option("--vlan", vlan, "raw backends: an 802.1Q tag ID[:PCP] (100, 100:5), or QinQ outer,inner "
                  "(200,100:5); the socket path cannot tag (send to a VLAN interface instead)");
   app.add_option("--src-ip", cfg.src_ip, "raw backends: source address (default: the kernel's choice towards --dst), "
@@ -408,6 +414,13 @@ int parse_options(int argc, char** argv, Config& cfg) {
         throw cli::UsageError("--rtt: --backend " + cfg.backend + " cannot read the replies here (a DPDK "
                               "port's never reach the kernel); send with socket, uring, afpacket, afxdp or xdp");
     }
+    if (cfg.dst_mac.find('-') != std::string::npos) {
+      cfg.dst_mac_range = convert("--dst-mac", [&] { return net::parse_mac_range(cfg.dst_mac, kMaxFlows); });
+      cfg.dst_mac = net::mac_text(cfg.dst_mac_range->first);
+      // auto: checked once it has chosen (setup.cpp).
+      if (cfg.backend != "auto" && !drivers::describe_backend(cfg.backend).frames)
+        throw cli::UsageError(mac_range_needs_frames(cfg.backend));
+    }
     if (!cfg.dst_mac.empty()) convert("--dst-mac", [&] { return net::parse_mac(cfg.dst_mac); });
     if (cfg.src_ip.find('-') != std::string::npos) {
       cfg.src_range = convert("--src-ip", [&] { return net::parse_ip_range(cfg.src_ip, kMaxFlows); });
@@ -432,12 +445,13 @@ int parse_options(int argc, char** argv, Config& cfg) {
     if (cfg.has_flow_ranges()) {
       const uint64_t flows = cfg.flow_count();
       if (flows > kMaxFlows)
-        throw cli::UsageError("--src-port, --src-ip, --port and --dst ranges make " + std::to_string(flows) +
-                              " flows (one per port x source x port x destination): at most " + std::to_string(kMaxFlows));
+        throw cli::UsageError("--src-port, --src-ip, --port, --dst and --dst-mac ranges make " + std::to_string(flows) +
+                              " flows (one per port x source x port x destination x MAC): at most " +
+                              std::to_string(kMaxFlows));
       if (flows < cfg.threads)
         throw cli::UsageError(std::to_string(flows) + " flows for " + std::to_string(cfg.threads) +
                               " threads: give each thread at least one flow (a longer --src-port, --src-ip or --dst range)");
-      if (!cfg.replay_path.empty() && (cfg.src_range || cfg.dst_range.count > 1 || cfg.dst_ports))
+      if (!cfg.replay_path.empty() && (cfg.src_range || cfg.dst_range.count > 1 || cfg.dst_ports || cfg.dst_mac_range))
         throw cli::UsageError("--replay sends the capture's frames byte for byte: drop the address ranges");
     }
     if (!flows_random.empty()) {

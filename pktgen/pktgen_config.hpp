@@ -48,7 +48,8 @@ struct Config {
   uint32_t batch = 32;
   int sndbuf_bytes = 0;
   std::string device;
-  std::string dst_mac;       // raw backends: destination MAC; default from the neighbour table
+  std::string dst_mac;       // raw backends: destination MAC; default from the neighbour table (a range: its first)
+  std::optional<net::MacRange> dst_mac_range;  // --dst-mac A-B: one flow per MAC (raw backends)
   std::string src_ip;        // raw backends: source address; default the kernel's choice towards dst (a range: its first)
   std::optional<net::IpRange> src_range;  // --src-ip A-B: one flow per address (raw backends)
   // --vlan: 802.1Q tag control words (PCP << 13 | VID), outermost first;
@@ -83,12 +84,12 @@ struct Config {
   std::vector<Port> port_set;
   std::string port_device;  // one port's copy of a port set's config: its device ("" outside a set)
 
-  // Flows: one per source port x source address x destination port x destination address.
+  // Flows: one per source port x source address x destination port x destination address x destination MAC.
   uint64_t flow_count() const {
     return uint64_t{src_ports ? src_ports->count() : 1} * (src_range ? src_range->count : 1) *
-           (dst_ports ? dst_ports->count() : 1) * dst_range.count;
+           (dst_ports ? dst_ports->count() : 1) * dst_range.count * (dst_mac_range ? dst_mac_range->count : 1);
   }
-  bool has_flow_ranges() const { return src_ports || src_range || dst_ports || dst_range.count > 1; }
+  bool has_flow_ranges() const { return src_ports || src_range || dst_ports || dst_range.count > 1 || dst_mac_range; }
 
   // A packet of `payload` bytes at each layer, VLAN tags included.
   net::FrameSizes frame_sizes(uint32_t payload) const {
@@ -100,6 +101,8 @@ struct Config {
 std::string vlan_needs_frames(const std::string& backend);
 // The same for a --src-ip range: the kernel picks a socket's source address.
 std::string src_range_needs_frames(const std::string& backend);
+// The same for a --dst-mac range: the kernel picks a socket's next hop.
+std::string mac_range_needs_frames(const std::string& backend);
 // The line that refuses --key-file on a backend whose packets BPF writes.
 std::string key_needs_user_space(const std::string& backend);
 

@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "net/iface.hpp"
 #include "report/rates.hpp"
 #include "util/clock.hpp"
 #include "util/errors.hpp"
@@ -75,7 +76,11 @@ std::string flows_text(const Config& cfg) {
          (cfg.src_ports->count() > 1 ? "-" + std::to_string(cfg.src_ports->last) : "") + " x ";
   if (cfg.src_range) t += "source " + cfg.src_range->text() + " x ";
   if (cfg.dst_ports) t += "destination ports " + std::to_string(cfg.dst_ports->first) + "-" + std::to_string(cfg.dst_ports->last) + " x ";
-  return t + "destination " + cfg.dst_range.text();
+  t += "destination " + cfg.dst_range.text();
+  if (cfg.dst_mac_range)
+    t += " x MAC " + net::mac_text(cfg.dst_mac_range->first) + "-" +
+         net::mac_text(cfg.dst_mac_range->at(cfg.dst_mac_range->count - 1));
+  return t;
 }
 
 nlohmann::json flows_json(const Config& cfg) {
@@ -83,7 +88,10 @@ nlohmann::json flows_json(const Config& cfg) {
           {"src_ports", cfg.src_ports ? nlohmann::json({cfg.src_ports->first, cfg.src_ports->last}) : nlohmann::json(nullptr)},
           {"src_ips", cfg.src_range ? nlohmann::json(cfg.src_range->text()) : nlohmann::json(nullptr)},
           {"dst_ports", cfg.dst_ports ? nlohmann::json({cfg.dst_ports->first, cfg.dst_ports->last}) : nlohmann::json(nullptr)},
-          {"dst_ips", cfg.dst_range.count > 1 ? nlohmann::json(cfg.dst_range.text()) : nlohmann::json(nullptr)}};
+          {"dst_ips", cfg.dst_range.count > 1 ? nlohmann::json(cfg.dst_range.text()) : nlohmann::json(nullptr)},
+          {"dst_macs", cfg.dst_mac_range ? nlohmann::json({net::mac_text(cfg.dst_mac_range->first),
+                                                           net::mac_text(cfg.dst_mac_range->at(cfg.dst_mac_range->count - 1))})
+                                         : nlohmann::json(nullptr)}};
 }
 
 // --rtt: the replies' round trips, and what reached the listener that was not one.

@@ -124,11 +124,12 @@ struct FlowAddress {
   net::IpAddress src;     // used with a --src-ip range only
   net::IpAddress dst;     // used with a --dst range only
   uint16_t dst_port = 0;  // --port
+  uint32_t mac = 0;       // index in a --dst-mac range
 };
 
 // Every flow's addresses: source port varying fastest, then source address,
-// destination port, destination address. Without any range: one flow per
-// worker, all to --dst --port.
+// destination port, destination address, destination MAC. Without any
+// range: one flow per worker, all to --dst --port.
 std::vector<FlowAddress> flow_addresses(const Config& cfg) {
   std::vector<FlowAddress> flows;
   if (!cfg.has_flow_ranges()) {
@@ -140,13 +141,15 @@ std::vector<FlowAddress> flow_addresses(const Config& cfg) {
   const uint32_t ports = cfg.src_ports ? cfg.src_ports->count() : 1;
   const uint32_t sources = cfg.src_range ? cfg.src_range->count : 1;
   const uint32_t dst_ports = cfg.dst_ports ? cfg.dst_ports->count() : 1;
-  for (uint32_t d = 0; d < cfg.dst_range.count; ++d)
-    for (uint32_t q = 0; q < dst_ports; ++q)
-      for (uint32_t s = 0; s < sources; ++s)
-        for (uint32_t p = 0; p < ports; ++p)
-          flows.push_back({static_cast<uint16_t>(cfg.src_ports ? cfg.src_ports->first + p : 0),
-                           cfg.src_range ? cfg.src_range->at(s) : net::IpAddress{}, cfg.dst_range.at(d),
-                           static_cast<uint16_t>(cfg.port + q)});
+  const uint32_t macs = cfg.dst_mac_range ? cfg.dst_mac_range->count : 1;
+  for (uint32_t m = 0; m < macs; ++m)
+    for (uint32_t d = 0; d < cfg.dst_range.count; ++d)
+      for (uint32_t q = 0; q < dst_ports; ++q)
+        for (uint32_t s = 0; s < sources; ++s)
+          for (uint32_t p = 0; p < ports; ++p)
+            flows.push_back({static_cast<uint16_t>(cfg.src_ports ? cfg.src_ports->first + p : 0),
+                             cfg.src_range ? cfg.src_range->at(s) : net::IpAddress{}, cfg.dst_range.at(d),
+                             static_cast<uint16_t>(cfg.port + q), m});
   return flows;
 }
 
@@ -188,6 +191,7 @@ Run set_up(const Config& cfg) {
   const std::string chosen = cfg.backend == "auto" ? std::string("auto (") + desc.name + " here)" : cfg.backend;
   if (!cfg.vlan_tci.empty() && !desc.frames) throw cli::UsageError(vlan_needs_frames(chosen));
   if (cfg.src_range && !desc.frames) throw cli::UsageError(src_range_needs_frames(chosen));
+  if (cfg.dst_mac_range && !desc.frames) throw cli::UsageError(mac_range_needs_frames(chosen));
   if (cfg.tag_key && !desc.packet_tags) throw cli::UsageError(key_needs_user_space(chosen));
   if (cfg.rtt && !desc.tx_rtt)
     throw cli::UsageError("--rtt: the " + std::string(desc.name) + " backend cannot read the replies; send with socket, "
@@ -257,6 +261,7 @@ Run set_up(const Config& cfg) {
         // Every destination of a range goes to --dst's next hop (one --dst-mac).
         if (cfg.dst_range.count > 1) ep.dst_ip = flows[f].dst;
         ep.dst_port = flows[f].dst_port;
+        if (cfg.dst_mac_range) ep.dst_mac = cfg.dst_mac_range->at(flows[f].mac);
         ep.vlan_tags = static_cast<uint8_t>(cfg.vlan_tci.size());
         std::copy(cfg.vlan_tci.begin(), cfg.vlan_tci.end(), ep.vlan_tci.begin());
         flow.headers_len = static_cast<uint32_t>(net::build_udp_headers(flow.headers, ep, cfg.size));

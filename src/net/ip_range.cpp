@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "net/iface.hpp"
+
 namespace rateline::net {
 namespace {
 
@@ -60,6 +62,33 @@ IpRange parse_ip_range(std::string_view text, uint32_t max_count) {
   const uint64_t a = low64(r.first), b = low64(last);
   if (!same_prefix || b - a >= max_count)
     throw std::invalid_argument("at most " + std::to_string(max_count) + " addresses (one flow each)");
+  r.count = static_cast<uint32_t>(b - a + 1);
+  return r;
+}
+
+namespace {
+uint64_t mac_number(const MacAddress& m) {
+  uint64_t v = 0;
+  for (uint8_t b : m) v = v << 8 | b;
+  return v;
+}
+}  // namespace
+
+MacAddress MacRange::at(uint32_t i) const {
+  uint64_t v = mac_number(first) + i;
+  MacAddress m{};
+  for (int k = 5; k >= 0; --k, v >>= 8) m[k] = static_cast<uint8_t>(v);
+  return m;
+}
+
+MacRange parse_mac_range(std::string_view text, uint32_t max_count) {
+  const size_t dash = text.find('-');
+  MacRange r;
+  r.first = parse_mac(std::string(text.substr(0, dash)));
+  if (dash == std::string_view::npos) return r;
+  const uint64_t a = mac_number(r.first), b = mac_number(parse_mac(std::string(text.substr(dash + 1))));
+  if (b < a) throw std::invalid_argument("a range runs from the lower MAC to the higher one");
+  if (b - a >= max_count) throw std::invalid_argument("at most " + std::to_string(max_count) + " MACs (one flow each)");
   r.count = static_cast<uint32_t>(b - a + 1);
   return r;
 }

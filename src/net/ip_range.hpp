@@ -23,4 +23,16 @@ IpRange parse_ip_range(std::string_view text, uint32_t max_count);
 
 std::string ip_text(const IpAddress& a);
 
+// A range of destination MACs (pktgen --dst-mac A-B): one flow per MAC, for
+// a switch's or a NIC's MAC filters; counted as a 48-bit number.
+struct MacRange {
+  MacAddress first{};
+  uint32_t count = 1;
+  MacAddress at(uint32_t i) const;
+};
+
+// "A" or "A-B" with A <= B, at most max_count MACs. Throws
+// std::invalid_argument with a one-line reason.
+MacRange parse_mac_range(std::string_view text, uint32_t max_count);
+
 }  // namespace rateline::net

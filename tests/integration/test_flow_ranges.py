@@ -19,9 +19,12 @@ destination port ranges (--port 9000-9003 x two source ports, 8 flows) from
 afpacket and socket senders into rx afpacket, xdp and afxdp taking the same
 range, tshark on side a where XDP takes the frames on b before any tap (rx
 socket refuses a range: exit 2).
-Bad input: a reversed range, more than 4096 flows, a --src-ip range on a
-socket backend, fewer flows than --threads, a range with --replay: one
-line, exit 2, nothing sent.
+Destination MAC ranges (--dst-mac A-B x two source ports, 8 flows) from the
+afpacket and xdp senders into rx afpacket: per (MAC, source port), tshark
+== pktgen == rx.
+Bad input: a reversed range, more than 4096 flows, a --src-ip or --dst-mac
+range on a socket backend, fewer flows than --threads, a range with
+--replay: one line, exit 2, nothing sent.
 
 Under the sanitizer stage (RATELINE_SANITIZED) the socket and the afpacket
 and xdp senders run (each sender's flow path once, instrumented); the uring
@@ -35,7 +38,8 @@ import time
 from collections import Counter
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import PKTGEN, RX, Checks, Lab, capture, finish, refused_usage, result_record, sh, start_rx, tshark_rows
+from netlab import (PKTGEN, RX, Checks, Lab, capture, finish, json_records, refused_usage, result_record, sh, start_rx,
+                    tshark_rows)
 
 SUBNET = 73
 DSTS = [f"198.18.{SUBNET}.{h}" for h in range(8, 12)]
@@ -106,6 +110,47 @@ def shape(lab, tmp, tag, tx_args, rx_backend, ports, srcs, dsts, count, dst_port
     c.eq(f"{tag}: veth rx_packets delta == received + end markers", delta, r["received"] + r["end_markers"])
 
 
+def mac_shape(lab, tmp, backend, macs, ports, count):
+    """--dst-mac A-B x --src-port range from a raw sender into rx afpacket on b (a packet socket takes frames
+    for any MAC): per (destination MAC, source port), tshark's data frames == pktgen's and rx's per stream,
+    in the documented order (source port fastest, MAC slowest)."""
+    tag = f"{backend} --dst-mac range x {len(ports)} ports -> rx afpacket"
+    rx_json, tx_json, pcap = (os.path.join(tmp, f"{k}-mac-{backend}") for k in ("rx.json", "tx.json", "cap.pcap"))
+    rx = start_rx(lab, ["--backend", "afpacket", "--device", lab.if_b, "--json", rx_json, "--quiet"], ready_timeout=30)
+    cap = capture(lab, pcap)
+    tx = subprocess.run(["ip", "netns", "exec", lab.ns_a, PKTGEN, "--backend", backend, "--device", lab.if_a,
+                         "--dst", lab.ip_b, "--dst-mac", f"{macs[0]}-{macs[-1]}", "--src-port", f"{ports[0]}-{ports[-1]}",
+                         "--count", str(count), "--size", str(SIZE), "--rate", "20k", "--burst", "7", "--json", tx_json,
+                         "--quiet"], capture_output=True, text=True, timeout=60)
+    c.eq(f"{tag}: pktgen exit code", tx.returncode, 0)
+    if tx.returncode:
+        rx.send_signal(2)
+    rc, out, err = finish(rx, timeout=60)
+    stop(cap)
+    if tx.returncode or rc:
+        print(tx.stderr[-800:] + err[-800:])
+        c.eq(f"{tag}: rx exit code", rc, 0)
+        return
+    t, r = result_record(tx_json, "pktgen"), result_record(rx_json, "rx")
+    flows = [(m, p) for m in macs for p in ports]
+    sent = {s["stream"]: s["sent"] for s in t["streams"]}
+    got = Counter()
+    for s in r["streams"]:
+        got[s["stream"]] += s["received"]
+    rows = tshark_rows(pcap, ["eth.dst", "udp.srcport", "udp.checksum.status"], ("-Y", f"udp.length == {SIZE + 8}"))
+    wire = Counter((m, int(p)) for m, p, _ in rows)
+    on_wire = [wire[f] for f in flows]
+    print(f"     {tag}: pktgen {[sent.get(i, 0) for i in range(len(flows))]}, tshark {on_wire}", flush=True)
+    start = [x for x in json_records(tx_json) if x.get("type") == "start"]
+    c.eq(f"{tag}: JSON names the MAC range", start[0]["flows"]["dst_macs"] if start else None, [macs[0], macs[-1]])
+    c.eq(f"{tag}: tshark per (MAC, source port) == pktgen per stream", on_wire, [sent.get(i) for i in range(len(flows))])
+    c.eq(f"{tag}: rx per stream == pktgen per stream", [got[i] for i in range(len(flows))],
+         [sent.get(i) for i in range(len(flows))])
+    c.eq(f"{tag}: rx received, lost", (r["received"], r["lost"]), (count, 0))
+    c.eq(f"{tag}: UDP checksums good", sum(x[2] == "1" for x in rows), count)
+    c.true(f"{tag}: per-flow counts differ by at most 1", max(on_wire) - min(on_wire) <= 1, str(on_wire))
+
+
 def raw_refused(lab, backend, mac_b):
     p = subprocess.run(["ip", "netns", "exec", lab.ns_a, PKTGEN, "--backend", backend, "--dst-mac", mac_b, "--dst",
                         lab.ip_b, "--count", "10", "--quiet"], capture_output=True, text=True, timeout=30)
@@ -132,6 +177,11 @@ with tempfile.TemporaryDirectory() as tmp, Lab("f", subnet=SUBNET) as lab:
         shape(lab, tmp, f"{backend} src x dst ranges -> rx {rx_backend}", ["--backend", backend, "--dst-mac", mac_b],
               rx_backend, [6000], SRCS, DSTS, 8003)
 
+    # Destination MAC ranges (a switch's MAC table, a NIC's MAC filters), across a byte boundary.
+    macs = ["02:00:00:00:00:fe", "02:00:00:00:00:ff", "02:00:00:00:01:00", "02:00:00:00:01:01"]
+    for backend in ("afpacket",) if SANITIZED else ("afpacket", "xdp"):
+        mac_shape(lab, tmp, backend, macs, [5000, 5001], 4003)
+
     # Destination port ranges (RSS spreads flows by port): 2 source x 4 destination ports into raw
     # receivers that take the whole range on their device.
     # (An AF_PACKET sender bypasses the qdisc and the taps on a: its frames are captured on b, so into afpacket.)
@@ -155,6 +205,9 @@ with tempfile.TemporaryDirectory() as tmp, Lab("f", subnet=SUBNET) as lab:
                   "source range on socket")
     refused_usage(lab, c, [*raw, "--dst", f"{DSTS[0]}-{DSTS[1]}", "--threads", "3"], "give each thread at least one flow",
                   "2 flows, 3 threads")
+    refused_usage(lab, c, ["--backend", "socket", "--dst-mac", f"{macs[0]}-{macs[1]}"], "picks the MAC",
+                  "MAC range on socket")
+    refused_usage(lab, c, [*raw[:2], "--dst-mac", f"{macs[1]}-{macs[0]}"], "from the lower MAC", "reversed MAC range")
     refused_usage(lab, c, [*raw, "--replay", "/nonexistent.pcap", "--device", lab.if_a, "--dst", f"{DSTS[0]}-{DSTS[1]}"],
                   "drop the address ranges", "range with --replay")
 
