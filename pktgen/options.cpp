@@ -150,7 +150,6 @@ void check_file_options(Config& cfg) {
       throw cli::UsageError("--pcap-out writes frames to a file, not through --backend " + cfg.backend + ": drop --backend");
     if (!cfg.count && !cfg.duration_ns)
       throw cli::UsageError("--pcap-out needs --count or --duration: the file must not grow without end");
-    if (cfg.threads != 1) throw cli::UsageError("--pcap-out writes one file in send order: --threads 1 only");
   } else if (cfg.backend == "pcap") {
     throw cli::UsageError("--backend pcap needs --pcap-out FILE");
   }
@@ -293,7 +292,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
                "trip (this host's clock at both ends); socket, uring, afpacket, afxdp");
   app.add_option("--pcap-out", cfg.pcap_out,
                  "write the frames instead of sending them: to this classic pcap file (Ethernet, ns stamps = send "
-                 "stamps), end markers included, paced as asked; needs --count or --duration");
+                 "stamps, in stamp order across --threads), end markers included, paced as asked; needs --count or --duration");
   app.add_option("--replay", cfg.replay_path,
                  "send this pcap capture's frames byte for byte, in file order (--backend afpacket or afxdp, "
                  "--device IF, or dpdk); --count = frames, looping over the file (default: the file once)");

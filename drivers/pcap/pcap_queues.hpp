@@ -4,7 +4,8 @@
 // with the packet's own send stamp (read back from its payload, moved from
 // CLOCK_MONOTONIC to the epoch by one offset taken at open, so intervals
 // stay exact), and writes the buffer out when it holds 1 MiB: one write()
-// per ~1 MiB, none per packet. One queue per file (pktgen allows one worker).
+// per ~1 MiB, none per packet. One queue per file: FILE itself, or with
+// --threads one worker's part of it (pcap_backend.cpp merges them).
 #pragma once
 
 #include <cstdint>
