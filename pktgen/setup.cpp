@@ -12,6 +12,7 @@
 #include "net/iface.hpp"
 #include "util/cli.hpp"
 #include "util/clock.hpp"
+#include "util/clock_id.hpp"
 #include "util/errors.hpp"
 #include "util/stamp_clock.hpp"
 #include "wire/test_payload.hpp"
@@ -298,6 +299,7 @@ Run set_up(const Config& cfg) {
     plan.end_body.burst = cfg.burst;
     plan.end_body.stream_count = run.streams;
     plan.end_body.data_size = cfg.mix_sizes.empty() ? static_cast<uint16_t>(cfg.size) : 0;  // 0: no one size
+    plan.end_body.clock_id = this_clock_id();  // rx compares it with its own: one-way latency or not
     plan.end_markers = cfg.end_markers;
     plan.batch = cfg.batch;
     if (cfg.flows_random_seed) plan.flow_shuffle_seed = *cfg.flows_random_seed + i;  // each worker its own orders

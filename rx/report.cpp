@@ -8,6 +8,7 @@
 #include "pcap_out.hpp"
 #include "report/rx_summary.hpp"
 #include "util/clock.hpp"
+#include "util/clock_id.hpp"
 #include "util/privileges.hpp"
 #include "util/stop_signal.hpp"
 
@@ -43,7 +44,7 @@ int report_result(const Config& cfg, Run& run, const std::string& ended_by, repo
     ring_empty += w->info.buffer_ring_empty;
   }
   run.backend->finish(results);
-  report::RxSummary summary = report::summarize(results, cfg.expect);
+  report::RxSummary summary = report::summarize(results, cfg.expect, this_clock_id());
   summary.receive_stamps = run.backend->receive_stamps();
   summary.reflect_every = cfg.reflect_every;
   const bool ring = run.backend->has_buffer_ring();

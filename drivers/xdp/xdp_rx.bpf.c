@@ -490,7 +490,9 @@ int rateline_count(struct xdp_md *ctx) {
     const __u8 *q = pl + RL_HEADER_BYTES;
     if ((void *)(q + RL_END_BODY_BYTES) > end) goto malformed;
     struct rl_end_body body;
-    body.total_sent = be64_at(q);
+    body.total_sent = seq;
+    const __u64 first_word = be64_at(q);
+    body.clock_id = first_word == seq ? 0 : first_word;
     body.delay_ns = be64_at(q + 8);
     body.count = be64_at(q + 16);
     body.burst = be32_at(q + 24);

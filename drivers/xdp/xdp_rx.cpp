@@ -24,7 +24,7 @@ static_assert(RL_WINDOW_BITS == stats::SequenceTracker::kWindow);
 static_assert(RL_LAT_SUB_BITS == stats::LatencyHistogram::kSubBits && RL_LAT_BUCKETS == stats::LatencyHistogram::kBuckets);
 static_assert(RL_MAX_PAYLOAD <= 65535 && RL_MAX_PAYLOAD % 8 == 0);
 static_assert(sizeof(rl_rx_config) == 24);
-static_assert(sizeof(rl_end_body) == 32);
+static_assert(sizeof(rl_end_body) == 40);
 static_assert(sizeof(rl_rx_totals) == 13 * 8);
 static_assert(sizeof(rl_stream_key) == 24);
 
@@ -141,7 +141,8 @@ void XdpRxProgram::add_stream(engine::RxResult& r, const rl_stream_key& key, con
   for (int i = 0; i < 2; ++i) {
     const rl_end_body& e = s.end_candidate[i];
     st.markers.candidate[i] = {.total_sent = e.total_sent, .delay_ns = e.delay_ns, .count = e.count,
-                               .burst = e.burst, .stream_count = e.stream_count, .data_size = e.data_size};
+                               .burst = e.burst, .stream_count = e.stream_count, .data_size = e.data_size,
+                               .clock_id = e.clock_id};
     st.markers.votes[i] = s.end_votes[i];
   }
   st.markers.copies = s.end_copies;

@@ -99,7 +99,8 @@ below:
 
 RL_INLINE int same_body(const struct rl_end_body *a, const struct rl_end_body *b) {
   return a->total_sent == b->total_sent && a->stream_count == b->stream_count && a->count == b->count &&
-         a->burst == b->burst && a->delay_ns == b->delay_ns && a->data_size == b->data_size;
+         a->burst == b->burst && a->delay_ns == b->delay_ns && a->data_size == b->data_size &&
+         a->clock_id == b->clock_id;
 }
 
 // engine::detail::believed: which story (0, 1) is believed now, -1 none.

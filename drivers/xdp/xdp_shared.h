@@ -47,7 +47,7 @@ typedef __u64 rl_u64;
 #define RL_OFF_CSUM 28
 #define RL_HEADER_BYTES 32
 #define RL_FIRST_PATTERN_WORD 4 /* = RL_HEADER_BYTES / 8 */
-#define RL_END_BODY_BYTES 32    /* total_sent 8, delay_ns 8, count 8, burst 4, stream_count 2, data_size 2 */
+#define RL_END_BODY_BYTES 32    /* clock id (or total_sent) 8, delay_ns 8, count 8, burst 4, stream_count 2, data_size 2 */
 #define RL_END_MIN_BYTES 64
 #define RL_PATTERN_STEP 0xd1b54a32d192ed03ull
 /* The short form, for data payloads of RL_SHORT_HEADER_BYTES..RL_HEADER_BYTES-1
@@ -284,12 +284,13 @@ struct rl_rx_totals {
 };
 
 struct rl_end_body {
-  rl_u64 total_sent;
+  rl_u64 total_sent;  /* the header's sequence */
   rl_u64 delay_ns;
   rl_u64 count;
   rl_u32 burst;
   rl_u16 stream_count;
   rl_u16 data_size;
+  rl_u64 clock_id;    /* the body's first word unless it equals the total (wire::EndMarkerBody) */
 };
 
 #define RL_STREAM_SEEN 1u

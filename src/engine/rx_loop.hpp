@@ -124,7 +124,8 @@ namespace detail {
 
 inline bool same_body(const wire::EndMarkerBody& a, const wire::EndMarkerBody& b) {
   return a.total_sent == b.total_sent && a.stream_count == b.stream_count && a.count == b.count &&
-         a.burst == b.burst && a.delay_ns == b.delay_ns && a.data_size == b.data_size;
+         a.burst == b.burst && a.delay_ns == b.delay_ns && a.data_size == b.data_size &&
+         a.clock_id == b.clock_id;
 }
 
 // Which candidate, if any, is believed now (-1: none).

@@ -32,7 +32,12 @@ bool clock_is_shared(const stats::LatencyHistogram& latency, uint64_t max_behind
   return latency.samples() && latency.min() < kSharedClockMaxDelayNs && max_behind_ns < kSharedClockMaxDelayNs;
 }
 
-RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expect) {
+bool clock_is_shared_by_id(uint64_t sender_clock_id, uint64_t own_clock_id, const stats::LatencyHistogram& latency,
+                           uint64_t max_behind_ns) {
+  return sender_clock_id == own_clock_id && latency.samples() && max_behind_ns < kSharedClockMaxDelayNs;
+}
+
+RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expect, uint64_t own_clock_id) {
   RxSummary s;
   // Rows by stream identity across workers (a flow stays on one worker, but
   // a fanout or a lent end marker may split it).
@@ -92,6 +97,7 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
       if (st.ended) {
         r.ended = true;
         r.sent = st.end.total_sent;
+        r.clock_id = st.end.clock_id;
         r.announced = std::max(r.announced, st.end.stream_count);
         any_end = &st.end;
         for (int i = 0; i < 2; ++i)
@@ -126,10 +132,13 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
     s.stale = sat_add(s.stale, r.stale);
     s.implausible = sat_add(s.implausible, r.implausible);
     if (r.ended) s.sent_by_markers = sat_add(s.sent_by_markers, r.sent);
-    r.clock_shared = clock_is_shared(r.latency, r.max_behind_ns);
+    r.clock_by_id = r.ended && r.clock_id && own_clock_id;
+    r.clock_shared = r.clock_by_id ? clock_is_shared_by_id(r.clock_id, own_clock_id, r.latency, r.max_behind_ns)
+                                   : clock_is_shared(r.latency, r.max_behind_ns);
     if (r.clock_shared) {
       s.latency.merge(r.latency);
-    } else if (r.latency.samples() || r.clock_behind) {
+    } else if (r.latency.samples() || r.clock_behind || (r.clock_by_id && r.clock_id != own_clock_id)) {
+      r.clock_unrelated = true;
       ++s.streams_clock_unrelated;
       const std::string who = address_only(r.key.from) + " #" + std::to_string(r.key.sender);
       if (std::find(s.senders_clock_unrelated.begin(), s.senders_clock_unrelated.end(), who) == s.senders_clock_unrelated.end())
@@ -348,7 +357,8 @@ nlohmann::json to_json(const RxSummary& s, bool ipv6) {
                        {"sent", row.ended ? nlohmann::json(row.sent) : nlohmann::json(nullptr)},
                        {"payload_bytes", row.payload_bytes},
                        {"latency_ns", row.clock_shared ? latency(row.latency) : nlohmann::json(nullptr)},
-                       {"clock", row.clock_shared ? "shared" : row.latency.samples() || row.clock_behind ? "unrelated" : "unknown"},
+                       {"clock", row.clock_shared ? "shared" : row.clock_unrelated ? "unrelated" : "unknown"},
+                       {"clock_judged_by", row.clock_by_id ? "clock_id" : "stamps"},
                        {"jitter_ns", row.jitter_ns}, {"clock_behind", row.clock_behind},
                        {"max_behind_ns", row.max_behind_ns}});
   nlohmann::json senders = nlohmann::json::array();

@@ -32,9 +32,14 @@ struct StreamRow {
   double jitter_ns = 0;
   uint64_t clock_behind = 0;
   uint64_t max_behind_ns = 0;  // the furthest a packet arrived "before" it was sent (0: none, or not known: xdp)
-  // Its send stamps are on this host's clock (clock_is_shared): only then is
-  // rx - tx a one-way latency. Else the row keeps jitter and shows no latency.
+  // Its send stamps are on this host's clock: only then is rx - tx a one-way
+  // latency. Else the row keeps jitter and shows no latency. Judged by the
+  // clock ids when the believed end marker gave one (clock_by_id), else from
+  // the stamps (clock_is_shared).
   bool clock_shared = false;
+  uint64_t clock_id = 0;     // the sender's, from the believed end marker (0: not given)
+  bool clock_by_id = false;  // clock_shared came from comparing clock ids
+  bool clock_unrelated = false;  // known to be another clock: by its id, or by stamps that are not on ours
 };
 
 // Whether a stream's stamps are on the receiver's CLOCK_MONOTONIC. Two hosts'
@@ -50,6 +55,15 @@ struct StreamRow {
 // packet waited 10 ms or more is shown without latency (the safe side).
 inline constexpr uint64_t kSharedClockMaxDelayNs = 10'000'000;
 bool clock_is_shared(const stats::LatencyHistogram& latency, uint64_t max_behind_ns);
+
+// The rule when the sender named its clock (util/clock_id.hpp) and rx knows
+// its own: the ids decide, so neither a sender whose clock reads within
+// 10 ms of ours nor a same-host stream whose every packet waited 10 ms is
+// misjudged. One sanity check stays: equal ids with a packet arriving
+// 10 ms "before" it was sent are stamps nobody can trust (a forged or
+// corrupted marker, a sender that lied): no latency then.
+bool clock_is_shared_by_id(uint64_t sender_clock_id, uint64_t own_clock_id, const stats::LatencyHistogram& latency,
+                           uint64_t max_behind_ns);
 
 // One pktgen run: the streams that share a source address and a sender id.
 struct SenderRow {
@@ -93,8 +107,9 @@ struct RxSummary {
 // at 2^64 - 1 but never wrap it round to a small one.
 inline uint64_t sat_add(uint64_t a, uint64_t b) { return b > ~a ? ~0ull : a + b; }
 
-// `expect`: rx --count N (0 = none).
-RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expect);
+// `expect`: rx --count N (0 = none). `own_clock_id`: rx's this_clock_id()
+// (0: unknown; then every stream is judged from its stamps).
+RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expect, uint64_t own_clock_id = 0);
 
 // udp_bench's table "Settings Time Lost Speed" plus received, rates and the per-stream rows.
 std::string format_table(const RxSummary& s, bool ipv6);

@@ -79,7 +79,9 @@ inline Decoded decode(const uint8_t* p, uint32_t len) {
   }
   if (kind == static_cast<uint8_t>(Kind::end)) {
     const uint8_t* q = p + kHeaderBytes;
-    d.end.total_sent = detail::load_be(q, 8);
+    d.end.total_sent = d.seq;
+    const uint64_t first_word = detail::load_be(q, 8);
+    d.end.clock_id = first_word == d.seq ? 0 : first_word;  // EndMarkerBody: equal to the total is "not given"
     d.end.delay_ns = detail::load_be(q + 8, 8);
     d.end.count = detail::load_be(q + 16, 8);
     d.end.burst = static_cast<uint32_t>(detail::load_be(q + 24, 4));

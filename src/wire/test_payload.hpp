@@ -341,20 +341,25 @@ inline PayloadSums fill_data_payload(uint8_t* p, const PayloadPlan& pl, uint16_t
 }
 
 // What an end marker tells the receiver about the run that just ended.
+// On the wire the total is the header's sequence; the body's first word
+// carries the sender's clock id (util/clock_id.hpp) instead. Encoders from
+// before the clock id wrote the total there too: a first word equal to the
+// sequence (or 0) means "no clock id given".
 struct EndMarkerBody {
-  uint64_t total_sent = 0;    // data packets sent on this stream (the header's seq says the same)
+  uint64_t total_sent = 0;    // data packets sent on this stream (the header's seq)
   uint64_t delay_ns = 0;      // --delay between bursts
   uint64_t count = 0;         // --count of the whole run, 0 if unbounded
   uint32_t burst = 0;         // --burst
   uint16_t stream_count = 0;  // streams in the whole run, so rx knows when all ended
   uint16_t data_size = 0;     // --size of the data packets (payload bytes; 0 if > 65535)
+  uint64_t clock_id = 0;      // the sender's CLOCK_MONOTONIC identity (util/clock_id.hpp); 0: not given
 };
 
 inline void fill_end_marker(uint8_t* p, const PayloadPlan& pl, uint16_t stream, const EndMarkerBody& b,
                             uint64_t tx_ns) {
   write_header(p, HeaderFields{Kind::end, pl.sender, stream, b.total_sent, tx_ns}, pl.len);
   uint8_t* q = p + kHeaderBytes;
-  detail::store_be(q, b.total_sent, 8);
+  detail::store_be(q, b.clock_id ? b.clock_id : b.total_sent, 8);
   detail::store_be(q + 8, b.delay_ns, 8);
   detail::store_be(q + 16, b.count, 8);
   detail::store_be(q + 24, b.burst, 4);

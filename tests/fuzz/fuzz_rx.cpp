@@ -126,6 +126,7 @@ std::vector<std::vector<uint8_t>> script(FuzzedDataProvider& in, bool ethernet, 
       b.burst = in.ConsumeIntegral<uint32_t>();
       b.stream_count = in.ConsumeIntegral<uint16_t>();
       b.data_size = in.ConsumeIntegral<uint16_t>();
+      b.clock_id = in.ConsumeIntegralInRange<uint64_t>(0, 3);  // 1..3 meet the summary's own id below
       const wire::PayloadPlan pl =
           wire::end_marker_plan(in.ConsumeIntegralInRange<uint32_t>(32, 300), in.ConsumeIntegralInRange<uint16_t>(0, 2));
       p.resize(pl.len);
@@ -211,7 +212,8 @@ void run(FuzzedDataProvider& in) {
   REQUIRE(c.lost_so_far == again.lost_so_far && c.unique_so_far == again.unique_so_far);
 
   std::vector<engine::RxResult> workers{r};
-  const report::RxSummary sum = report::summarize(workers, in.ConsumeBool() ? 0 : in.ConsumeIntegral<uint64_t>());
+  const uint64_t expect = in.ConsumeBool() ? 0 : in.ConsumeIntegral<uint64_t>();
+  const report::RxSummary sum = report::summarize(workers, expect, in.ConsumeIntegralInRange<uint64_t>(0, 3));
   REQUIRE(sum.received == sum.unique + sum.duplicates);
   REQUIRE(sum.unique == c.unique_so_far);  // the live "received" of the metrics page ends where the result does
   // The summary is the (saturating) sum of its rows, whatever the input claimed.

@@ -320,4 +320,54 @@ TEST(RxSummary, StreamOnAnotherClockGivesNoLatency) {
   EXPECT_EQ(t.find("3600000"), std::string::npos) << t;
 }
 
+// A sender that names its clock in its end markers is judged by the id, not
+// by how its stamps look: the cases the stamp rule gets wrong.
+TEST(RxSummary, ClockIdsDecideWhereTheSenderGaveOne) {
+  constexpr uint64_t kOurs = 0x1234, kTheirs = 0x9876;
+  std::vector<RxResult> ws{worker(3)};
+  for (uint16_t i = 0; i < 3; ++i) {
+    receive(ws[0], i, 50);
+    ws[0].streams[i].latency = {};
+  }
+  ws[0].streams[0].latency.record(20'000'000);  // ours, but every packet waited 20 ms (a deep queue)
+  ws[0].streams[1].latency.record(4'000'000);   // another clock that happens to read 4 ms behind ours
+  ws[0].streams[2].latency.record(4'000'000);   // the same stamps, no id: the stamp rule
+  EndMarkerBody ours = body(50, 150, 3), theirs = body(50, 150, 3), none = body(50, 150, 3);
+  ours.clock_id = kOurs;
+  theirs.clock_id = kTheirs;
+  end(ws[0], 0, ours);
+  end(ws[0], 1, theirs);
+  end(ws[0], 2, none);
+  const RxSummary s = summarize(ws, 0, kOurs);
+  const nlohmann::json j = rateline::report::to_json(s, false);
+  EXPECT_EQ(j["streams"][0]["clock"], "shared");
+  EXPECT_EQ(j["streams"][0]["clock_judged_by"], "clock_id");
+  EXPECT_EQ(j["streams"][0]["latency_ns"]["min"], 20'000'000);
+  EXPECT_EQ(j["streams"][1]["clock"], "unrelated");
+  EXPECT_EQ(j["streams"][1]["clock_judged_by"], "clock_id");
+  EXPECT_TRUE(j["streams"][1]["latency_ns"].is_null());
+  EXPECT_EQ(j["streams"][2]["clock"], "shared") << "no id: 4 ms looks like one clock";
+  EXPECT_EQ(j["streams"][2]["clock_judged_by"], "stamps");
+  EXPECT_EQ(s.streams_clock_unrelated, 1u);
+  EXPECT_EQ(s.latency.samples(), 2u) << "streams 0 and 2";
+
+  // rx that cannot name its own clock judges every stream from its stamps.
+  const nlohmann::json unknown = rateline::report::to_json(summarize(ws, 0, 0), false);
+  EXPECT_EQ(unknown["streams"][0]["clock"], "unrelated") << "20 ms: the stamp rule's safe side";
+  EXPECT_EQ(unknown["streams"][1]["clock"], "shared") << "the stamp rule's blind spot";
+  EXPECT_EQ(unknown["streams"][1]["clock_judged_by"], "stamps");
+}
+
+// Equal ids are not believed over stamps that arrive 10 ms before they were sent.
+TEST(RxSummary, EqualClockIdsWithImpossibleStampsGiveNoLatency) {
+  using rateline::report::clock_is_shared_by_id;
+  rateline::stats::LatencyHistogram h;
+  EXPECT_FALSE(clock_is_shared_by_id(5, 5, h, 0)) << "no samples";
+  h.record(50'000'000);
+  EXPECT_TRUE(clock_is_shared_by_id(5, 5, h, 0));
+  EXPECT_TRUE(clock_is_shared_by_id(5, 5, h, 5'000));
+  EXPECT_FALSE(clock_is_shared_by_id(5, 5, h, 10'000'000));
+  EXPECT_FALSE(clock_is_shared_by_id(5, 6, h, 0));
+}
+
 }  // namespace

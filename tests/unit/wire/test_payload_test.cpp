@@ -385,6 +385,17 @@ TEST_P(EndMarkerRoundTrip, AllBodyFieldsSurviveDecode) {
   EXPECT_EQ(d.end.burst, b.burst);
   EXPECT_EQ(d.end.stream_count, b.stream_count);
   EXPECT_EQ(d.end.data_size, b.data_size);
+  EXPECT_EQ(d.end.clock_id, 0u) << "none given";
+  EXPECT_EQ(be(&p[32], 8), b.total_sent) << "without a clock id the body's first word is the total, as before it";
+
+  b.clock_id = 0x5eed0fc10c4b00d5ull;
+  const auto q = end_payload(size, 0x4321, b, 0xfeedfacecafebeefull);
+  EXPECT_EQ(be(&q[32], 8), b.clock_id);
+  EXPECT_EQ(spec_checksum(q), be(&q[28], 4));
+  const Decoded e = decode(q.data(), static_cast<uint32_t>(q.size()));
+  ASSERT_EQ(e.verdict, Verdict::end);
+  EXPECT_EQ(e.end.total_sent, b.total_sent) << "the total comes from the header's sequence";
+  EXPECT_EQ(e.end.clock_id, b.clock_id);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, EndMarkerRoundTrip, ::testing::Values(32u, 64u, 65u, 71u, 1400u, 1403u));

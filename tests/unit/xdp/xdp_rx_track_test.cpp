@@ -26,12 +26,12 @@ struct Pair {
     sequence_record(kernel.get(), seq);
     withdraw_end_stories(kernel.get(), seq);
   }
-  void marker(uint64_t total, uint16_t streams) {
+  void marker(uint64_t total, uint16_t streams, uint64_t clock_id = 7) {
     const wire::EndMarkerBody body{.total_sent = total, .delay_ns = 0, .count = total, .burst = 100,
-                                   .stream_count = streams, .data_size = 300};
+                                   .stream_count = streams, .data_size = 300, .clock_id = clock_id};
     engine::detail::weigh_end_marker(engine, body, counters, nullptr);
     const rl_end_body k{.total_sent = total, .delay_ns = 0, .count = total, .burst = 100, .stream_count = streams,
-                        .data_size = 300};
+                        .data_size = 300, .clock_id = clock_id};
     weigh_end_marker(kernel.get(), &k);
   }
   void expect_same(const std::string& where) const {
@@ -88,7 +88,7 @@ TEST(XdpRxTrack, AgreesWithTheEngineOnRandomArrivals) {
       } else if (r < 960) {
         p.data(next > 2 * RL_WINDOW_BITS ? next - 2 * RL_WINDOW_BITS : 0);  // stale
       } else if (r < 975) {
-        p.marker(total, 1);                                      // the true story
+        p.marker(total, 1, rng() % 8 ? 7 : 8);                   // the true story (now and then told from another clock)
       } else if (r < 985) {
         p.marker(rng() % (next + 10), 1);                        // a story below what arrived
       } else if (r < 995) {
