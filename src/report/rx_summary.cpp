@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <utility>
 #include <tuple>
 
 #include "net/frame.hpp"
@@ -109,6 +110,16 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
       r.highest_next = std::max(r.highest_next, q.highest_next);
     }
   }
+  // One pktgen run has one clock: a stream whose own markers were lost takes
+  // the id its sender's other streams gave, unless they disagree (then each
+  // stream is judged alone). Sender id 0 (encoders without one) names no run.
+  constexpr uint64_t kClockIdsDisagree = ~0ull;
+  std::map<std::pair<std::string, uint16_t>, uint64_t> sender_clock_id;
+  for (const auto& [key, r] : rows) {
+    if (!r.ended || !r.clock_id || !key.sender) continue;
+    uint64_t& id = sender_clock_id[{address_only(key.from), key.sender}];
+    id = !id || id == r.clock_id ? r.clock_id : kClockIdsDisagree;
+  }
   s.all_ended = true;
   uint64_t streams_seen = 0;
   uint64_t first = ~0ull, last = 0, best = 0;
@@ -132,7 +143,12 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
     s.stale = sat_add(s.stale, r.stale);
     s.implausible = sat_add(s.implausible, r.implausible);
     if (r.ended) s.sent_by_markers = sat_add(s.sent_by_markers, r.sent);
-    r.clock_by_id = r.ended && r.clock_id && own_clock_id;
+    if (!r.ended) r.clock_id = 0;
+    if (!r.clock_id && key.sender) {
+      const auto it = sender_clock_id.find({address_only(key.from), key.sender});
+      if (it != sender_clock_id.end() && it->second != kClockIdsDisagree) r.clock_id = it->second;
+    }
+    r.clock_by_id = r.clock_id && own_clock_id;
     r.clock_shared = r.clock_by_id ? clock_is_shared_by_id(r.clock_id, own_clock_id, r.latency, r.max_behind_ns)
                                    : clock_is_shared(r.latency, r.max_behind_ns);
     if (r.clock_shared) {

@@ -37,7 +37,7 @@ struct StreamRow {
   // clock ids when the believed end marker gave one (clock_by_id), else from
   // the stamps (clock_is_shared).
   bool clock_shared = false;
-  uint64_t clock_id = 0;     // the sender's, from the believed end marker (0: not given)
+  uint64_t clock_id = 0;     // the sender's, from the believed end marker or its run's other streams (0: not given)
   bool clock_by_id = false;  // clock_shared came from comparing clock ids
   bool clock_unrelated = false;  // known to be another clock: by its id, or by stamps that are not on ours
 };

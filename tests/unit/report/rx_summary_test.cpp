@@ -358,6 +358,40 @@ TEST(RxSummary, ClockIdsDecideWhereTheSenderGaveOne) {
   EXPECT_EQ(unknown["streams"][1]["clock_judged_by"], "stamps");
 }
 
+// One run, one clock: a stream whose markers were lost takes the id its
+// sender's other streams gave; ids that disagree are not lent.
+TEST(RxSummary, AStreamWithoutMarkersTakesItsRunsClockId) {
+  constexpr uint64_t kOurs = 0x1234, kTheirs = 0x9876;
+  std::vector<RxResult> ws{worker(5)};
+  for (uint16_t i = 0; i < 5; ++i) {
+    receive(ws[0], i, 50);
+    ws[0].streams[i].latency = {};
+    ws[0].streams[i].latency.record(4'000'000);  // another clock 4 ms behind ours: the stamp rule says shared
+    ws[0].streams[i].key.sender = i == 2 || i == 3 ? 8 : 7;
+  }
+  EndMarkerBody theirs = body(50, 150, 2), other = body(50, 150, 2);
+  theirs.clock_id = kTheirs;
+  other.clock_id = kTheirs + 1;
+  end(ws[0], 0, theirs);  // run 7: stream 0 ended with an id; streams 1 and 4 lost their markers
+  end(ws[0], 2, theirs);  // run 8: stream 2 with an id; stream 3 lost its markers
+  const auto by_stream = [](const nlohmann::json& j, int stream) {
+    for (const auto& row : j["streams"])
+      if (row["stream"] == stream) return std::make_pair(row["clock"].get<std::string>(), row["clock_judged_by"].get<std::string>());
+    return std::make_pair(std::string("missing"), std::string("missing"));
+  };
+  const nlohmann::json j = rateline::report::to_json(summarize(ws, 0, kOurs), false);
+  for (int stream = 0; stream < 5; ++stream)
+    EXPECT_EQ(by_stream(j, stream), std::make_pair(std::string("unrelated"), std::string("clock_id"))) << stream;
+
+  end(ws[0], 1, other);  // run 7 now disagrees with itself: its streams without markers get no id from it
+  const nlohmann::json k = rateline::report::to_json(summarize(ws, 0, kOurs), false);
+  EXPECT_EQ(by_stream(k, 0), std::make_pair(std::string("unrelated"), std::string("clock_id")));
+  EXPECT_EQ(by_stream(k, 1), std::make_pair(std::string("unrelated"), std::string("clock_id")));
+  EXPECT_EQ(by_stream(k, 4), std::make_pair(std::string("shared"), std::string("stamps")))
+      << "the stamp rule's blind spot, as without ids";
+  EXPECT_EQ(by_stream(k, 3), std::make_pair(std::string("unrelated"), std::string("clock_id"))) << "run 8 still agrees";
+}
+
 // Equal ids are not believed over stamps that arrive 10 ms before they were sent.
 TEST(RxSummary, EqualClockIdsWithImpossibleStampsGiveNoLatency) {
   using rateline::report::clock_is_shared_by_id;
