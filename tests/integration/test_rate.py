@@ -10,6 +10,12 @@ receiving namespace (a file read, ~50 us, not a process spawn), with the
 monotonic clock read around it: over a 3.5 s window the sampling error is
 far below the 1% checked.
 
+A run that misses 1% while pktgen reports pace slips (the OS kept it off the
+CPU for more than 8 pacing periods; the pacer rebases instead of bursting to
+catch up) measured the VM's scheduler, not the pacer: it is run again, at most
+twice, and the 1% checks are made on the last run. The exact checks are made
+on every run.
+
 Under the sanitizer stage (RATELINE_SANITIZED) the instrumented senders' rate
 measures this shared VM, not the pacer: the two 1% checks are reported, not
 checked (the main suite enforces them), and each sender runs 1.5 s (a 0.75 s
@@ -56,10 +62,9 @@ with tempfile.TemporaryDirectory() as tmp, Lab("r", subnet=60) as lab:
         "xdp": ["--backend", "xdp"],
         "dpdk net_af_packet": ["--backend", "dpdk", "--cores", "0", "--dst-mac", mac_b],
     }
-    for name, backend in cases.items():
-        if name.startswith("dpdk") and hugepages_free() < 64:
-            print(f"SKIP {name}: fewer than 64 free hugepages (tools/check reserves them)", flush=True)
-            continue
+    def run_case(name, backend):
+        """One paced run of `name`: the exact checks are made here; returns the
+        two 1% checks and pktgen's pace slips (None when the case was skipped)."""
         js = os.path.join(tmp, f"{name.split()[0]}.json")
         eal = ["--", "--no-pci", f"--vdev=net_af_packet0,iface={lab.if_a}", "--log-level=*:error"] \
             if name.startswith("dpdk") else []
@@ -78,30 +83,47 @@ with tempfile.TemporaryDirectory() as tmp, Lab("r", subnet=60) as lab:
         out, err = tx.communicate(timeout=60)
         if tx.returncode and name == "xdp" and "Operation not permitted" in err and os.geteuid() == 0:
             print(f"SKIP {name}: the host refuses BPF_PROG_RUN live frames: {err.strip().splitlines()[-1]}", flush=True)
-            continue
+            return None
         c.eq(f"{name}: pktgen exit code", tx.returncode, 0)
         c.true(f"{name}: pktgen still sending through the window", running, err[-300:])
         if tx.returncode:
             print(err[-600:])
-            continue
+            return None
         time.sleep(0.2)  # the last frames through the veth
         total = rx_packets(watcher.pid, lab.if_b)[0] - base
         r = result_record(js, "pktgen")
         window_pps = (c1 - c0) / (t1 - t0)
-        # A sender the OS kept off the CPU for more than 8 pacing periods is
-        # rebased, never bursts to catch up: its pace slips say so.
-        precision = [
+        c.eq(f"{name}: pktgen reports the rate asked", round(r["rate_pps_asked"]), RATE)
+        c.eq(f"{name}: pktgen sent --count", r["sent"], COUNT)
+        c.eq(f"{name}: counter total == sent + end markers", total, r["sent"] + r["end_markers"])
+        return [
             (f"{name}: rate at the receiving counter within 1% of asked", abs(window_pps / RATE - 1) <= 0.01,
              f"{window_pps:.0f} pps against {RATE}; pace slips {r['pace_slips']}"),
             (f"{name}: pktgen's achieved rate agrees with the counter within 1%", abs(r["pps"] / window_pps - 1) <= 0.01,
              f"pktgen {r['pps']:.0f} pps, counter {window_pps:.0f} pps"),
-        ]
-        for what, ok, detail in precision:
+        ], r["pace_slips"]
+
+    for name, backend in cases.items():
+        if name.startswith("dpdk") and hugepages_free() < 64:
+            print(f"SKIP {name}: fewer than 64 free hugepages (tools/check reserves them)", flush=True)
+            continue
+        # A sender the OS kept off the CPU for more than 8 pacing periods is
+        # rebased, never bursts to catch up: its pace slips say so, and such a
+        # run says nothing about the pacer. It is run again (at most twice);
+        # the 1% checks hold for a run the OS left alone, or the test fails.
+        for attempt in range(3):
+            outcome = run_case(name, backend)
+            if outcome is None:
+                break
+            precision, slips = outcome
             if SANITIZED:
-                print(f"info {what}: {'yes' if ok else 'no'}, {detail} (not checked under {SANITIZED})", flush=True)
-            else:
-                c.true(what, ok, detail)
-        c.eq(f"{name}: pktgen reports the rate asked", round(r["rate_pps_asked"]), RATE)
-        c.eq(f"{name}: pktgen sent --count", r["sent"], COUNT)
-        c.eq(f"{name}: counter total == sent + end markers", total, r["sent"] + r["end_markers"])
+                for what, ok, detail in precision:
+                    print(f"info {what}: {'yes' if ok else 'no'}, {detail} (not checked under {SANITIZED})", flush=True)
+                break
+            if all(ok for _, ok, _ in precision) or not slips or attempt == 2:
+                for what, ok, detail in precision:
+                    c.true(what, ok, detail)
+                break
+            print(f"info {name}: off the 1% with {slips} pace slip(s) (the OS kept pktgen off the CPU): "
+                  f"{'; '.join(d for _, ok, d in precision if not ok)}; run again", flush=True)
 c.done()
