@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <utility>
 #include <tuple>
+#include <utility>
 
 #include "net/frame.hpp"
 #include "report/rates.hpp"
@@ -143,7 +143,6 @@ RxSummary summarize(const std::vector<engine::RxResult>& workers, uint64_t expec
     s.stale = sat_add(s.stale, r.stale);
     s.implausible = sat_add(s.implausible, r.implausible);
     if (r.ended) s.sent_by_markers = sat_add(s.sent_by_markers, r.sent);
-    if (!r.ended) r.clock_id = 0;
     if (!r.clock_id && key.sender) {
       const auto it = sender_clock_id.find({address_only(key.from), key.sender});
       if (it != sender_clock_id.end() && it->second != kClockIdsDisagree) r.clock_id = it->second;

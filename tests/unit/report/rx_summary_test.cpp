@@ -320,18 +320,22 @@ TEST(RxSummary, StreamOnAnotherClockGivesNoLatency) {
   EXPECT_EQ(t.find("3600000"), std::string::npos) << t;
 }
 
+// 50 packets on `stream` whose latency histogram holds one delay: what the
+// clock rules read.
+void receive_with_delay(RxResult& w, uint16_t stream, uint64_t delay_ns) {
+  receive(w, stream, 50);
+  w.streams[stream].latency = {};
+  w.streams[stream].latency.record(delay_ns);
+}
+
 // A sender that names its clock in its end markers is judged by the id, not
 // by how its stamps look: the cases the stamp rule gets wrong.
 TEST(RxSummary, ClockIdsDecideWhereTheSenderGaveOne) {
   constexpr uint64_t kOurs = 0x1234, kTheirs = 0x9876;
   std::vector<RxResult> ws{worker(3)};
-  for (uint16_t i = 0; i < 3; ++i) {
-    receive(ws[0], i, 50);
-    ws[0].streams[i].latency = {};
-  }
-  ws[0].streams[0].latency.record(20'000'000);  // ours, but every packet waited 20 ms (a deep queue)
-  ws[0].streams[1].latency.record(4'000'000);   // another clock that happens to read 4 ms behind ours
-  ws[0].streams[2].latency.record(4'000'000);   // the same stamps, no id: the stamp rule
+  receive_with_delay(ws[0], 0, 20'000'000);  // ours, but every packet waited 20 ms (a deep queue)
+  receive_with_delay(ws[0], 1, 4'000'000);   // another clock that happens to read 4 ms behind ours
+  receive_with_delay(ws[0], 2, 4'000'000);   // the same stamps, no id: the stamp rule
   EndMarkerBody ours = body(50, 150, 3), theirs = body(50, 150, 3), none = body(50, 150, 3);
   ours.clock_id = kOurs;
   theirs.clock_id = kTheirs;
@@ -364,9 +368,7 @@ TEST(RxSummary, AStreamWithoutMarkersTakesItsRunsClockId) {
   constexpr uint64_t kOurs = 0x1234, kTheirs = 0x9876;
   std::vector<RxResult> ws{worker(5)};
   for (uint16_t i = 0; i < 5; ++i) {
-    receive(ws[0], i, 50);
-    ws[0].streams[i].latency = {};
-    ws[0].streams[i].latency.record(4'000'000);  // another clock 4 ms behind ours: the stamp rule says shared
+    receive_with_delay(ws[0], i, 4'000'000);  // another clock 4 ms behind ours: the stamp rule says shared
     ws[0].streams[i].key.sender = i == 2 || i == 3 ? 8 : 7;
   }
   EndMarkerBody theirs = body(50, 150, 2), other = body(50, 150, 2);
