@@ -24,7 +24,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import PKTGEN, Checks, Lab, finish, result_record, start_rx  # noqa: E402
+from netlab import PKTGEN, Checks, Lab, finish, result_record, sh, start_rx  # noqa: E402
 
 DATAGRAMS, N = 100, 2000
 SENDER = r"""
@@ -52,8 +52,12 @@ c = Checks("raw_guard")
 
 
 def reassembled(lab):
-    """Side b's Ip ReasmOKs: datagrams its stack put together from fragments."""
-    lines = [l.split() for l in open(f"/proc/{lab.procs[-1].pid}/net/snmp") if l.startswith("Ip:")]
+    """Side b's Ip ReasmOKs: datagrams its stack put together from fragments.
+
+    Read from inside the namespace, not through rx's /proc/PID/net: rx ends by the end markers and may be
+    gone by the time this is read."""
+    lines = [l.split() for l in sh("cat", "/proc/net/snmp", ns=lab.ns_b, capture=True).splitlines()
+             if l.startswith("Ip:")]
     return int(lines[1][lines[0].index("ReasmOKs")])
 
 with tempfile.TemporaryDirectory() as tmp, Lab("g", subnet=79) as lab:
