@@ -1,6 +1,8 @@
 #include "watch.hpp"
 
+#include <algorithm>
 #include <cinttypes>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 
@@ -30,8 +32,15 @@ class PortWatch {
     }
     stats::RxCounters sum;
     bool any_done = false;
+    // Up to when every worker had emptied its queue. Quiet and idle are
+    // judged from the last arrival to here, never to now: a worker kept off
+    // the CPU, or still reading a backlog (whose kernel stamps are old), has
+    // packets waiting that the watch cannot see, and ending then would leave
+    // them unread in the queue, counted nowhere.
+    uint64_t seen_ns = UINT64_MAX;
     for (auto& w : run_.workers) {
       const stats::RxCounters& c = w->latest.counters;
+      seen_ns = std::min(seen_ns, c.drained_ns);
       sum.data += c.data;
       sum.lost_so_far += c.lost_so_far;
       sum.streams_seen += c.streams_seen;
@@ -50,7 +59,7 @@ class PortWatch {
     // streams have believed ones and nothing has arrived for a moment.
     // (An in-kernel counter and an overflowed event ring leave only the
     // totals to go by.)
-    const bool quiet = sum.last_ns == 0 || (now > sum.last_ns && now - sum.last_ns >= kEndQuietNs);
+    const bool quiet = sum.last_ns == 0 || (seen_ns > sum.last_ns && seen_ns - sum.last_ns >= kEndQuietNs);
     const bool by_totals = run_.backend->ends_by_totals() || sum.events_lost;
     const bool markers_done =
         by_totals ? sum.stream_count && sum.streams_ended >= sum.stream_count && sum.streams_ended >= sum.streams_seen
@@ -58,7 +67,7 @@ class PortWatch {
     if (markers_done && quiet) return "end markers";
     if (cfg_.expect && sum.data >= cfg_.expect) return "count reached";
     // Idle counts only once something arrived: rx may be started long before the sender.
-    if (cfg_.idle_ns && sum.last_ns && now > sum.last_ns && now - sum.last_ns > cfg_.idle_ns) return "idle timeout";
+    if (cfg_.idle_ns && sum.last_ns && seen_ns > sum.last_ns && seen_ns - sum.last_ns > cfg_.idle_ns) return "idle timeout";
     if (cfg_.duration_ns && now - t0_ >= cfg_.duration_ns) return "duration";
     if (!cfg_.quiet && now - last_print_ns_ >= kNsPerSec) {
       const double dt = static_cast<double>(now - last_print_ns_) / 1e9;

@@ -167,7 +167,9 @@ engine::RxResult XdpRxProgram::run(const engine::RxPlan& plan, stats::RxSnapshot
     nanosleep(&ts, nullptr);
     const uint64_t now = now_ns();
     if (now < next_publish_ns) continue;
-    snapshots.try_push({read(false).counters, now, false});
+    stats::RxCounters c = read(false).counters;
+    c.drained_ns = now;  // the kernel counts as frames arrive: nothing waits for this thread
+    snapshots.try_push({c, now, false});
     next_publish_ns = now + plan.publish_every_ns;
   }
   engine::RxResult r = read(true);

@@ -371,6 +371,7 @@ RxResult run_rx(Q& q, const RxPlan& plan, stats::RxSnapshotRing& snapshots, cons
   while (!stop.load(std::memory_order_relaxed)) {
     const std::span<const RxFrame> frames = q.poll(plan.batch);
     const uint64_t rx_ns = now_ns();
+    c.drained_ns = frames.size() < plan.batch ? rx_ns : c.drained_ns;
     if (!plan.keep && !plan.reflect_every) [[likely]] {
       for (const RxFrame& f : frames) detail::take_frame<Q::kLayer>(st, streams, plan, f, rx_ns);
     } else {

@@ -76,6 +76,10 @@ struct alignas(ring::kCacheLine) RxCounters {
   uint64_t reflect_failed = 0; // rx --reflect: of those picked, the socket or TX ring had no room for (never waited on), or the driver failed to send (xdp)
   uint64_t first_ns = 0;       // first data arrival
   uint64_t last_ns = 0;        // last data arrival
+  // The last time the worker found its queue empty (a poll gave fewer frames
+  // than asked): nothing was left waiting then. rx judges idle and quiet
+  // from here to last_ns, never from the clock alone (rx/watch.cpp).
+  uint64_t drained_ns = 0;
 };
 
 template <class C>

@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
 """A receiver that cannot keep up: rx's lost equals its socket drops
 (sk_drops via SO_MEMINFO), and both equal the kernel's own UDP RcvbufErrors
-delta in the receiver's namespace (/proc/net/snmp), an independent observer."""
+delta in the receiver's namespace (/proc/net/snmp), an independent observer.
+
+A receiver that is slow but has room for everything: its worker sleeps 150 ms
+after each batch (--test-slow-us), and --idle is 100 ms. Idle means nothing
+arrived for that long as the worker saw it, so rx reads every queued packet
+(received 400, lost 0) and ends by the end markers; judged by the clock alone,
+it would end at the first sleep and leave the queue unread, counted nowhere."""
 import os
 import subprocess
 import sys
@@ -40,4 +46,19 @@ with tempfile.TemporaryDirectory() as tmp, Lab("k", subnet=15) as lab:
         else:  # all three end markers dropped too: only the gap count is known
             c.true(f"{backend}: lost <= socket drops", r["lost"] <= r["socket_drops"])
         c.eq(f"{backend}: socket drops == UDP RcvbufErrors delta", r["socket_drops"], after - before)
+
+    for backend in ("socket", "afpacket"):
+        rx_json = os.path.join(tmp, f"rx-slow-{backend}.json")
+        dev = ["--device", lab.if_b] if backend == "afpacket" else []
+        rx = start_rx(lab, ["--backend", backend, *dev, "--batch", "64", "--test-slow-us", "150000", "--idle", "100ms",
+                            "--json", rx_json, "--quiet"])
+        tx = subprocess.run(["ip", "netns", "exec", lab.ns_a, PKTGEN, "--backend", "afpacket", "--dst-mac",
+                             lab.mac(lab.ns_b, lab.if_b), "--dst", lab.ip_b, "--count", "400", "--burst", "400",
+                             "--size", "200", "--quiet"], capture_output=True, text=True, timeout=60)
+        c.eq(f"slow {backend}: pktgen exit code", tx.returncode, 0)
+        rc, out, err = finish(rx)
+        c.eq(f"slow {backend}: rx exit code", rc, 0)
+        r = result_record(rx_json, "rx")
+        c.eq(f"slow {backend}: every queued packet read, ended by the end markers",
+             (r["received"], r["lost"], r["socket_drops"], r["ended_by"]), (400, 0, 0, "end markers"))
 c.done()
