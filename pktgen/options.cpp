@@ -207,11 +207,7 @@ void check_key_file(Config& cfg) {
                           " B payload leaves " + std::to_string(smallest - wire::kTagBytes) + " B, the short header needs " +
                           std::to_string(wire::kMinPayloadBytes) + " (--size " + std::to_string(need) +
                           " or more: a " + std::to_string(cfg.frame_sizes(need).l2) + " B frame)");
-  try {
-    cfg.tag_key = wire::packet_key(secret::load_key_file(cfg.key_file));
-  } catch (const std::runtime_error& e) {
-    throw cli::UsageError(e.what());
-  }
+  cfg.tag_key = cli::file_option([&] { return wire::packet_key(secret::load_key_file(cfg.key_file)); });
 }
 
 }  // namespace
@@ -410,8 +406,8 @@ int parse_options(int argc, char** argv, Config& cfg) {
       if (!cfg.replay_path.empty()) throw cli::UsageError("--rtt measures our own packets: it cannot time a --replay");
       if (!cfg.pcap_out.empty()) throw cli::UsageError("--rtt needs packets on a wire: drop --pcap-out");
       if (cfg.backend != "auto" && !drivers::describe_backend(cfg.backend).tx_rtt)
-        throw cli::UsageError("--rtt: --backend " + cfg.backend + " cannot read the replies here (a DPDK "
-                              "port's never reach the kernel); send with socket, uring, afpacket, afxdp or xdp");
+        throw cli::UsageError("--rtt: --backend " + cfg.backend + " cannot read the replies; send with socket, uring, "
+                              "afpacket, afxdp, xdp or dpdk");
     }
     if (cfg.dst_mac.find('-') != std::string::npos) {
       cfg.dst_mac_range = convert("--dst-mac", [&] { return net::parse_mac_range(cfg.dst_mac, kMaxFlows); });

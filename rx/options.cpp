@@ -204,11 +204,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
     if (!cfg.key_file.empty()) {
       if (cfg.backend != "auto" && !drivers::describe_backend(cfg.backend).packet_tags)
         throw cli::UsageError(key_counted_in_kernel(cfg.backend));
-      try {
-        cfg.tag_key = wire::packet_key(secret::load_key_file(cfg.key_file));
-      } catch (const std::runtime_error& e) {
-        throw cli::UsageError(e.what());
-      }
+      cfg.tag_key = cli::file_option([&] { return wire::packet_key(secret::load_key_file(cfg.key_file)); });
     }
     cfg.metrics = metrics.parse();
     cfg.port_set = cli::port_devices(cfg.device);

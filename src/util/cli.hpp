@@ -59,6 +59,18 @@ auto convert(const char* option, F&& f) -> decltype(f()) {
   }
 }
 
+// A file an option names that cannot be used (a key file that is missing or
+// readable by others) is bad usage like any bad value: the reader's one-line
+// std::runtime_error becomes the UsageError, so the tool exits 2.
+template <class F>
+auto file_option(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
+  }
+}
+
 // --device a,b: the devices of a port set (one whole run each), in order.
 // One name (or none) is no set: an empty list. Throws UsageError for an
 // empty or repeated name.

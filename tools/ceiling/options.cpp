@@ -238,11 +238,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
     if (!cfg.key_file.empty()) {
       if (cfg.mode != Mode::serve && cfg.mode != Mode::remote)
         throw cli::UsageError("--key-file authenticates --serve and --remote; the local lab needs none");
-      try {
-        cfg.key = auth::load_key_file(cfg.key_file);
-      } catch (const std::runtime_error& e) {
-        throw cli::UsageError(e.what());
-      }
+      cfg.key = cli::file_option([&] { return auth::load_key_file(cfg.key_file); });
     }
     if (cfg.mode == Mode::serve) {
       drivers::SocketAddress addr;
