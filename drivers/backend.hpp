@@ -64,7 +64,7 @@ struct TxOptions {
   uint16_t streams = 1;               // stream ids 0 .. streams-1 over all workers
   std::vector<std::string> eal_args;  // --dpdk-args
   topo::Placement placement;
-  ReplyListener* replies = nullptr;   // pktgen --rtt on a socket backend: its sockets' replies are read there
+  ReplyListener* replies = nullptr;   // pktgen --rtt: a socket backend's sockets, a DPDK port's RX queues are read there
 };
 
 // One sending worker: its index and the source port of each of its flows
@@ -200,7 +200,8 @@ struct BackendDescriptor {
   // pktgen --rtt: the replies to its packets can be read here. Socket
   // backends read them from their own sockets; frames sent through a kernel
   // interface come back to the kernel, where a socket bound to the source
-  // port reads them (pktgen/setup.cpp).
+  // port reads them (pktgen/setup.cpp); a port of its own (DPDK) hands its
+  // received frames to the listener (TxOptions::replies).
   bool tx_rtt = false;
   // --key-file: its sender writes, and its receiver checks, each packet's tag
   // (wire/packet_tag.hpp) in user space. false: packets are made or counted in BPF.

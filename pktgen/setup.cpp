@@ -196,7 +196,7 @@ Run set_up(const Config& cfg) {
   if (cfg.tag_key && !desc.packet_tags) throw cli::UsageError(key_needs_user_space(chosen));
   if (cfg.rtt && !desc.tx_rtt)
     throw cli::UsageError("--rtt: the " + std::string(desc.name) + " backend cannot read the replies; send with socket, "
-                          "uring, afpacket, afxdp or xdp");
+                          "uring, afpacket, afxdp, xdp or dpdk");
   const std::string cores = cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores;
   run.placement = topo::place_workers(cfg.threads, cores, cores == "auto" ? topo::device_numa_node(device, cfg.dpdk_args) : -1);
 
@@ -230,7 +230,8 @@ Run set_up(const Config& cfg) {
   if (cfg.rtt) {
     run.replies = std::make_unique<drivers::ReplyListener>(run.sender_id, cfg.port, o.slot_bytes,
                                                            cfg.dst_ports ? cfg.dst_ports->count() : 1, cfg.tag_key);
-    if (!desc.frames) o.replies = run.replies.get();  // the workers' sockets, adopted as they open
+    // The workers' sockets, adopted as they open; a port of the backend's own, polled.
+    if (!desc.frames || !desc.kernel_interface) o.replies = run.replies.get();
   }
   run.backend = desc.open_tx(o);
   // A replay's frames carry their own MACs and addresses: no path to resolve.
@@ -312,7 +313,7 @@ Run set_up(const Config& cfg) {
     run.workers.push_back(std::move(w));
   }
   // Frames bind no socket: the replies come back to the kernel, to a socket of the listener's on each source port.
-  if (run.replies && desc.frames) {
+  if (run.replies && desc.frames && desc.kernel_interface) {
     std::set<uint16_t> ports;
     for (size_t f = 0; f < flows.size(); ++f) ports.insert(flows[f].src_port ? flows[f].src_port : static_cast<uint16_t>(40000 + f));
     for (uint16_t port : ports) run.replies->listen_on(drivers::make_address(net::ip_text(path.endpoints.src_ip), port));

@@ -9,6 +9,7 @@
 
 #include "dpdk/dpdk_port.hpp"
 #include "dpdk/dpdk_queues.hpp"
+#include "dpdk/dpdk_reply_port.hpp"
 #include "queue_backend.hpp"
 #include "socket/port_guard.hpp"
 #include "util/errors.hpp"
@@ -24,7 +25,11 @@ class DpdkTx : public QueueTxBackend<DpdkTxQueue, DpdkTxConfig> {
   explicit DpdkTx(const TxOptions& o)
       : QueueTxBackend([this](const TxWorker& w) { return port_.tx_config(w.index); }),
         port_(DpdkPortConfig{"pktgen", o.eal_args, o.device, o.placement.main_cpu, o.placement.worker_cpus, true,
-                             static_cast<uint32_t>(net::headers_len(o.ipv6, o.vlan_tags)) + o.slot_bytes, o.batch, o.dst.ip()}) {}
+                             static_cast<uint32_t>(net::headers_len(o.ipv6, o.vlan_tags)) + o.slot_bytes, o.batch, o.dst.ip()}) {
+    // --rtt: the replies land on the port's RX queues, one per worker.
+    if (o.replies)
+      o.replies->adopt_port(std::make_unique<DpdkReplyPort>(port_.id(), static_cast<uint16_t>(o.placement.worker_cpus.size())));
+  }
 
   // MACs from the port (or the kernel side it rides on), addresses from --dst and --src-ip.
   FramePath frame_path(const TxOptions& o) const override {
@@ -120,6 +125,7 @@ extern const BackendDescriptor dpdk_backend = {
     .eal_args = true,
     .replays = true,  // an mbuf takes any frame up to its data room
     .rx_reflects = true,  // a reply leaves in the mbuf it came in, on the worker's TX queue
+    .tx_rtt = true,       // the replies land on the port's RX queues, which the listener polls (dpdk_reply_port.hpp)
 };
 
 }  // namespace rateline::drivers

@@ -306,6 +306,10 @@ void DpdkPort::open_port(const DpdkPortConfig& cfg, uint16_t queues, uint32_t rx
   check(rte_eth_dev_start(port_), "start DPDK port " + name_);
   started_ = true;
   if (!cfg.transmit) rte_eth_promiscuous_enable(port_);  // count every frame that arrives; PMDs without it say ENOTSUP
+  if (!cfg.transmit && driver_ == "net_af_packet" && info.if_index) {
+    socket_drops_ = std::make_unique<PmdSocketDrops>(static_cast<int>(info.if_index));
+    if (!socket_drops_->sockets()) socket_drops_.reset();  // none found: say nothing rather than a false 0
+  }
 
   // Link: up to 3 s for it to come up, then the PMD's speed.
   rte_eth_link link{};
@@ -365,6 +369,7 @@ DpdkRxConfig DpdkPort::rx_config(unsigned worker, uint32_t batch) const {
   c.queue = static_cast<uint16_t>(worker);
   c.batch = batch;
   c.report_port_drops = worker == 0;
+  if (worker == 0) c.socket_drops = socket_drops_.get();
   return c;
 }
 
@@ -379,6 +384,7 @@ report::PortCounters DpdkPort::counters() const {
     c.oerrors = st.oerrors;
     c.rx_nombuf = st.rx_nombuf;
   }
+  if (socket_drops_) c.pmd_socket_drops = socket_drops_->total();
   const int n = rte_eth_xstats_get_names(port_, nullptr, 0);
   if (n > 0) {
     std::vector<rte_eth_xstat_name> names(static_cast<size_t>(n));

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "dpdk/dpdk_queues.hpp"
+#include "dpdk/pmd_socket_drops.hpp"
 #include "net/frame.hpp"
 #include "report/link.hpp"
 #include "report/port_counters.hpp"
@@ -109,6 +110,7 @@ class DpdkPort {
   std::string summary_, eal_note_;
   std::optional<net::MacAddress> peer_mac_;
   std::string peer_why_ = "no destination given";
+  std::unique_ptr<PmdSocketDrops> socket_drops_;  // rx on net_af_packet (pmd_socket_drops.hpp)
 };
 
 // The capabilities a DPDK run keeps after setup (the EAL's threads start with these).

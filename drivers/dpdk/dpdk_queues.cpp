@@ -5,6 +5,7 @@
 #include <atomic>
 #include <string>
 
+#include "dpdk/pmd_socket_drops.hpp"
 #include "net/frame.hpp"
 #include "util/errors.hpp"
 
@@ -58,6 +59,7 @@ void DpdkTxQueue::flush() {
 
 DpdkRxQueue::DpdkRxQueue(const DpdkRxConfig& cfg)
     : port_(cfg.port), queue_(cfg.queue), batch_(cfg.batch), report_port_drops_(cfg.report_port_drops),
+      socket_drops_(cfg.socket_drops),
       mbufs_(cfg.batch), frames_(cfg.batch), replies_(cfg.batch), reply_index_(cfg.batch) {}
 
 engine::ReflectResult DpdkRxQueue::reflect(std::span<const uint32_t> picks) {
@@ -83,7 +85,7 @@ uint64_t DpdkRxQueue::drops() {
   if (!report_port_drops_) return 0;
   rte_eth_stats st{};
   if (rte_eth_stats_get(port_, &st) != 0) return 0;
-  return st.imissed + st.rx_nombuf;
+  return st.imissed + st.rx_nombuf + (socket_drops_ ? socket_drops_->total() : 0);
 }
 
 }  // namespace rateline::drivers

@@ -44,6 +44,8 @@
 
 namespace rateline::drivers {
 
+class PmdSocketDrops;
+
 struct DpdkTxConfig {
   uint16_t port = 0;
   uint16_t queue = 0;
@@ -56,6 +58,7 @@ struct DpdkRxConfig {
   uint16_t queue = 0;
   uint32_t batch = 64;
   bool report_port_drops = false;  // one queue per port reports the port-wide drop counters
+  PmdSocketDrops* socket_drops = nullptr;  // net_af_packet: its kernel sockets' drops (the reporting queue only)
 };
 
 // Registers the calling thread as a DPDK lcore while it lives (no-op on an EAL thread).
@@ -192,8 +195,9 @@ class DpdkRxQueue {
 
   engine::ReflectResult reflect(std::span<const uint32_t> picks);
 
-  // imissed (RX ring full) + rx_nombuf (mempool empty) of the port, from the
-  // queue that reports them (the others say 0, so workers add up once).
+  // imissed (RX ring full) + rx_nombuf (mempool empty) of the port, and on
+  // net_af_packet its kernel sockets' ring drops, from the queue that reports
+  // them (the others say 0, so workers add up once).
   uint64_t drops();
 
  private:
@@ -206,6 +210,7 @@ class DpdkRxQueue {
   uint32_t held_ = 0;
   uint32_t idle_polls_ = 0;
   bool report_port_drops_ = false;
+  PmdSocketDrops* socket_drops_ = nullptr;
   std::vector<rte_mbuf*> mbufs_;
   std::vector<engine::RxFrame> frames_;
   std::vector<rte_mbuf*> replies_;        // rx --reflect: this batch's turned-around mbufs

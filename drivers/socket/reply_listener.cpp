@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <fcntl.h>
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <memory>
 
+#include "net/frame.hpp"
 #include "net/sender_address.hpp"
 #include "util/clock.hpp"
 #include "util/errors.hpp"
@@ -65,6 +67,11 @@ void ReplyListener::listen_on(const SocketAddress& local) {
   take_socket(s.release());
 }
 
+void ReplyListener::adopt_port(std::unique_ptr<ReplyFramePort> port) {
+  std::lock_guard lock(adopt_mutex_);
+  ports_.push_back(std::move(port));
+}
+
 void ReplyListener::start() {
   thread_ = std::thread([this] { run(); });
 }
@@ -93,6 +100,7 @@ void ReplyListener::run() {
   std::vector<pollfd> watched;
   for (int fd : fds_) watched.push_back({fd, POLLIN, 0});
   std::vector<uint8_t> buffers(size_t{kBatch} * (max_payload_ + 1));  // once: drain() allocates nothing
+  if (!ports_.empty()) return run_polling(watched, buffers.data());
   uint64_t next_publish_ns = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
     if (const uint64_t now = now_ns(); now >= next_publish_ns) {
@@ -104,6 +112,45 @@ void ReplyListener::run() {
       if (p.revents & POLLIN) drain(p.fd, buffers.data());
   }
   for (const pollfd& p : watched) drain(p.fd, buffers.data());  // what arrived up to the stop still counts
+}
+
+// With a port to poll: never asleep in poll() for long, so a reply waits on
+// the port at most kPortIdleSleepNs (plus the scheduler) before its stamp.
+void ReplyListener::run_polling(std::vector<pollfd>& watched, uint8_t* buffers) {
+  const ReplyFramePort::Take take = [this](std::span<const uint8_t> frame, uint64_t rx_ns) { take_frame(frame, rx_ns); };
+  uint64_t next_publish_ns = 0;
+  const auto poll_all = [&] {
+    uint32_t got = 0;
+    for (auto& port : ports_) got += port->poll(take);
+    if (!watched.empty() && ::poll(watched.data(), watched.size(), 0) > 0)
+      for (const pollfd& p : watched)
+        if (p.revents & POLLIN) drain(p.fd, buffers), ++got;
+    return got;
+  };
+  while (!stop_.load(std::memory_order_relaxed)) {
+    if (const uint64_t now = now_ns(); now >= next_publish_ns) {
+      publish();
+      next_publish_ns = now + kPublishEveryNs;
+    }
+    if (poll_all() == 0) {
+      const timespec idle{0, kPortIdleSleepNs};
+      nanosleep(&idle, nullptr);
+    }
+  }
+  while (poll_all() != 0) {
+  }  // what arrived up to the stop still counts
+}
+
+// A frame off a polled port: its UDP payload, as a socket would have had it.
+void ReplyListener::take_frame(std::span<const uint8_t> frame, uint64_t rx_ns) {
+  const net::ParsedUdp p = net::parse_udp_frame(frame);
+  if (p.status == net::ParseStatus::not_ip || p.status == net::ParseStatus::not_udp) return;  // no datagram at all
+  // A broken frame, or one a socket would never have been given (a bad checksum, a fragment).
+  if (p.status != net::ParseStatus::ok || net::check_udp_checksums(frame, p) == net::ChecksumCheck::bad) {
+    ++counts_.not_ours;
+    return;
+  }
+  take(frame.data() + p.payload_offset, p.payload_len, p.src_port, rx_ns);
 }
 
 // Every reply queued on fd, in batches; never blocks.
@@ -135,32 +182,34 @@ void ReplyListener::drain(int fd, uint8_t* buffers) {
       const uint64_t stamp = rx_stamp_ns(msgs[i].msg_hdr, wall_offset);
       const uint64_t rx_ns = stamp ? stamp : batch_ns;
       const net::SenderAddress src = net::SenderAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&from[i]));
-      const uint8_t* payload = static_cast<const uint8_t*>(iov[i].iov_base);
-      uint32_t len = msgs[i].msg_len;
-      if (tag_key_) {
-        if (len > max_payload_ || !wire::tag_ok(*tag_key_, payload, len)) {
-          ++counts_.unauthenticated;
-          continue;
-        }
-        payload += wire::kTagBytes;
-        len -= wire::kTagBytes;
-      }
-      wire::Decoded d = wire::decode(payload, len);
-      if (d.short_form) d.tx_ns = wire::extend_stamp48(d.tx_ns, rx_ns);
-      if (d.verdict != wire::Verdict::data || uint16_t(src.port - reply_port_) >= reply_ports_ ||
-          msgs[i].msg_len > max_payload_) {
-        ++counts_.not_ours;
-      } else if (d.sender != sender_id_) {
-        ++counts_.other_sender;
-      } else if (d.tx_ns < run_start_ns_ || d.tx_ns > rx_ns) {
-        ++counts_.implausible;  // forged, or stamped on another clock: never a negative or absurd round trip
-      } else {
-        ++counts_.replies;
-        rtt_.record(rx_ns - d.tx_ns);
-        jitter_.record(d.tx_ns, rx_ns);
-      }
+      take(static_cast<const uint8_t*>(iov[i].iov_base), msgs[i].msg_len, src.port, rx_ns);
     }
     if (got < static_cast<int>(kBatch)) return;
+  }
+}
+
+void ReplyListener::take(const uint8_t* payload, uint32_t len, uint16_t src_port, uint64_t rx_ns) {
+  const uint32_t whole = len;
+  if (tag_key_) {
+    if (len > max_payload_ || !wire::tag_ok(*tag_key_, payload, len)) {
+      ++counts_.unauthenticated;
+      return;
+    }
+    payload += wire::kTagBytes;
+    len -= wire::kTagBytes;
+  }
+  wire::Decoded d = wire::decode(payload, len);
+  if (d.short_form) d.tx_ns = wire::extend_stamp48(d.tx_ns, rx_ns);
+  if (d.verdict != wire::Verdict::data || uint16_t(src_port - reply_port_) >= reply_ports_ || whole > max_payload_) {
+    ++counts_.not_ours;
+  } else if (d.sender != sender_id_) {
+    ++counts_.other_sender;
+  } else if (d.tx_ns < run_start_ns_ || d.tx_ns > rx_ns) {
+    ++counts_.implausible;  // forged, or stamped on another clock: never a negative or absurd round trip
+  } else {
+    ++counts_.replies;
+    rtt_.record(rx_ns - d.tx_ns);
+    jitter_.record(d.tx_ns, rx_ns);
   }
 }
 

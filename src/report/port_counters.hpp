@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,8 @@ namespace rateline::report {
 
 struct PortCounters {
   uint64_t ipackets = 0, opackets = 0, imissed = 0, ierrors = 0, oerrors = 0, rx_nombuf = 0;
+  // net_af_packet: frames its kernel sockets' rings had no room for (not in imissed; dpdk/pmd_socket_drops.hpp).
+  std::optional<uint64_t> pmd_socket_drops;
   std::vector<std::pair<std::string, uint64_t>> xstats;  // the driver's extended counters, non-zero ones
 };
 

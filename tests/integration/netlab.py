@@ -72,10 +72,7 @@ class Lab:
                 sh("ip", "addr", "add", f"{ip}/30", "dev", ifn, ns=ns)
                 sh("ip", "link", "set", ifn, "up", ns=ns)
                 sh("ip", "link", "set", "lo", "up", ns=ns)
-            mac_a = self.mac(self.ns_a, self.if_a)
-            mac_b = self.mac(self.ns_b, self.if_b)
-            sh("ip", "neigh", "replace", self.ip_b, "lladdr", mac_b, "dev", self.if_a, "nud", "permanent", ns=self.ns_a)
-            sh("ip", "neigh", "replace", self.ip_a, "lladdr", mac_a, "dev", self.if_b, "nud", "permanent", ns=self.ns_b)
+            self.pin_neighbours()
         except Exception:
             self.__exit__(None, None, None)
             raise
@@ -88,6 +85,14 @@ class Lab:
                 p.wait()
         for ns in [self.ns_a, self.ns_b] + getattr(self, "extra_ns", []):
             sh("ip", "netns", "del", ns, check=False)
+
+    def pin_neighbours(self):
+        """Permanent neighbour entries both ways: no ARP on the link. Again after a DPDK port on a veth has
+        stopped: it takes the interface down and up, and the kernel flushes its neighbours, permanent ones too."""
+        sh("ip", "neigh", "replace", self.ip_b, "lladdr", self.mac(self.ns_b, self.if_b), "dev", self.if_a, "nud",
+           "permanent", ns=self.ns_a)
+        sh("ip", "neigh", "replace", self.ip_a, "lladdr", self.mac(self.ns_a, self.if_a), "dev", self.if_b, "nud",
+           "permanent", ns=self.ns_b)
 
     def add_sender(self, idx):
         """A further sender namespace joined to B by a veth pair of its own

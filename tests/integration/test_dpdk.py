@@ -7,7 +7,9 @@ observer outside DPDK:
      tap's tx_packets delta and DPDK's ipackets.
   3. pktgen (DPDK) -> rx (DPDK) over net_af_packet on a veth pair between two
      namespaces: n sent, n received, 0 lost, == the veth's rx_packets delta;
-     the same over net_af_xdp, whose XDP programs must be gone afterwards.
+     the same over net_af_xdp, whose XDP programs must be gone afterwards;
+     net_af_packet's kernel ring overflowing (a tiny ring, a slow worker):
+     rx's lost == the PMD sockets' drops == the veth's delta - ipackets.
   4. loss on the kernel path between them (two taps, the kernel forwarding,
      an nft numgen rule dropping every 9th): rx's lost == the rule's counter.
 Also: auto says why it skipped DPDK; a port that cannot come up is a clear
@@ -262,6 +264,36 @@ with tempfile.TemporaryDirectory() as tmp:
         for ns, ifn in ((lab.ns_a, lab.if_a), (lab.ns_b, lab.if_b)):
             link = subprocess.run(["ip", "-n", ns, "link", "show", ifn], capture_output=True, text=True).stdout
             c.true(f"af_xdp: no XDP program left on {ifn}", " xdp" not in link and "prog/xdp" not in link, link)
+        # 3c. net_af_packet's own ring overflowing: a 64-frame ring and an rx worker that sleeps 5 ms after
+        # every batch. The PMD does not count these drops (imissed stays 0); rx reads them from the PMD's
+        # kernel sockets, and they must equal what the veth took and the PMD never got.
+        rx_json = os.path.join(tmp, "rx-ring.json")
+        rx = RxProc(lab.ns_b, ["--backend", "dpdk", "--cores", "1", "--test-slow-us", "5000", "--idle", "3",
+                               "--json", rx_json, "--", "--no-pci",
+                               f"--vdev=net_af_packet0,iface={lab.if_b},blocksz=4096,framesz=2048,framecnt=64"])
+        lab.procs.append(rx.p)
+        before = lab.counter("b", "rx_packets")
+        # 20 end markers 2 ms apart: the ring has room again before the last ones arrive.
+        tx = tx_dpdk(lab.ns_a, f"net_af_packet0,iface={lab.if_a}",
+                     ["--dst", lab.ip_b, "--count", "5000", "--rate", "20k", "--size", "1000", "--end-markers", "20",
+                      "--dst-mac", Lab.mac(lab.ns_b, lab.if_b)], os.path.join(tmp, "tx-ring.json"))
+        c.eq("ring overflow: pktgen exit code", tx.returncode, 0)
+        rc, out, err = rx.finish()
+        c.eq("ring overflow: rx exit code", rc, 0)
+        r = result_record(rx_json, "rx")
+        took = lab.counter("b", "rx_packets") - before
+        pmd = r["dpdk"].get("pmd_socket_drops")
+        lines = {x["layer"]: x["attributed"] for x in r["ledger"]["lines"]}
+        c.eq("ring overflow: ended by the end markers", r["ended_by"], "end markers")
+        c.true("ring overflow: the small ring lost packets", r["lost"] > 0, str(r["lost"]))
+        c.eq("ring overflow: DPDK imissed (22.11's net_af_packet does not count these)", r["dpdk"]["imissed"], 0)
+        c.eq("ring overflow: veth rx_packets delta - DPDK ipackets == PMD socket ring drops", took - r["dpdk"]["ipackets"],
+             pmd)
+        c.eq("ring overflow: rx lost == PMD socket ring drops - end markers dropped",
+             r["lost"], pmd - (20 - r["end_markers"]) if pmd is not None else None)
+        c.eq("ring overflow: the ledger's socket line holds the loss, nothing unattributed",
+             (lines.get("socket"), r["ledger"]["unattributed"]), (r["lost"], 0))
+        c.true("ring overflow: the table says so", "PMD socket ring drops" in out, first_line(out, "dpdk: ") or out[-600:])
 
     # 4. Loss on the kernel path between two DPDK ports: tap A -> kernel forwarding -> tap B, nft drops every 9th.
     with TapNs("4") as t:

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "net/checksum.hpp"
