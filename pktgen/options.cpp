@@ -217,6 +217,10 @@ std::string mac_range_needs_frames(const std::string& backend) {
          "afpacket, afxdp, xdp or dpdk";
 }
 
+std::string rtt_needs_replies(const std::string& backend) {
+  return "--rtt: --backend " + backend + " cannot read the replies; send with socket, uring, afpacket, afxdp, xdp or dpdk";
+}
+
 std::string key_needs_user_space(const std::string& backend) {
   return "--key-file: --backend " + backend + " makes its packets in a BPF program, which cannot tag them: send with "
          "afxdp, afpacket or a socket backend";
@@ -406,8 +410,7 @@ int parse_options(int argc, char** argv, Config& cfg) {
       if (!cfg.replay_path.empty()) throw cli::UsageError("--rtt measures our own packets: it cannot time a --replay");
       if (!cfg.pcap_out.empty()) throw cli::UsageError("--rtt needs packets on a wire: drop --pcap-out");
       if (cfg.backend != "auto" && !drivers::describe_backend(cfg.backend).tx_rtt)
-        throw cli::UsageError("--rtt: --backend " + cfg.backend + " cannot read the replies; send with socket, uring, "
-                              "afpacket, afxdp, xdp or dpdk");
+        throw cli::UsageError(rtt_needs_replies(cfg.backend));
     }
     if (cfg.dst_mac.find('-') != std::string::npos) {
       cfg.dst_mac_range = convert("--dst-mac", [&] { return net::parse_mac_range(cfg.dst_mac, kMaxFlows); });

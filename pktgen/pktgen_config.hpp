@@ -105,6 +105,8 @@ std::string src_range_needs_frames(const std::string& backend);
 std::string mac_range_needs_frames(const std::string& backend);
 // The line that refuses --key-file on a backend whose packets BPF writes.
 std::string key_needs_user_space(const std::string& backend);
+// The line that refuses --rtt on a backend whose replies cannot be read.
+std::string rtt_needs_replies(const std::string& backend);
 
 // One config per port of a port set (each with its device, destination and
 // port_device), or cfg itself when there is no set.

@@ -195,8 +195,7 @@ Run set_up(const Config& cfg) {
   if (cfg.dst_mac_range && !desc.frames) throw cli::UsageError(mac_range_needs_frames(chosen));
   if (cfg.tag_key && !desc.packet_tags) throw cli::UsageError(key_needs_user_space(chosen));
   if (cfg.rtt && !desc.tx_rtt)
-    throw cli::UsageError("--rtt: the " + std::string(desc.name) + " backend cannot read the replies; send with socket, "
-                          "uring, afpacket, afxdp, xdp or dpdk");
+    throw cli::UsageError(rtt_needs_replies(chosen));
   const std::string cores = cfg.cores.empty() && desc.pins_workers ? "auto" : cfg.cores;
   run.placement = topo::place_workers(cfg.threads, cores, cores == "auto" ? topo::device_numa_node(device, cfg.dpdk_args) : -1);
 

@@ -123,8 +123,11 @@ void ReplyListener::run_polling(std::vector<pollfd>& watched, uint8_t* buffers) 
     uint32_t got = 0;
     for (auto& port : ports_) got += port->poll(take);
     if (!watched.empty() && ::poll(watched.data(), watched.size(), 0) > 0)
-      for (const pollfd& p : watched)
-        if (p.revents & POLLIN) drain(p.fd, buffers), ++got;
+      for (const pollfd& p : watched) {
+        if (!(p.revents & POLLIN)) continue;
+        drain(p.fd, buffers);
+        ++got;
+      }
     return got;
   };
   while (!stop_.load(std::memory_order_relaxed)) {
