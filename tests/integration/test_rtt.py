@@ -210,9 +210,11 @@ with tempfile.TemporaryDirectory() as tmp, Lab("t", subnet=77) as lab:
            r["reflected"] > 0, str(r["reflected"]))
 
     # dpdk (net_af_packet on side b's veth) turns each frame around in its own mbuf on the worker's TX queue.
+    # The PMD's ring takes every frame on the veth, so its drops may include the 3 end markers and any of the
+    # 100 pings run() sends beside the load.
     r = reflector_run("dpdk")
-    c.true("rx dpdk: every loss named by the PMD's ring (its drops may include end markers), nothing unattributed",
-           r["lost"] <= r["socket_drops"] <= r["lost"] + 3 and r["ledger"]["unattributed"] == 0,
+    c.true("rx dpdk: every loss named by the PMD's ring (its drops may include end markers and pings), nothing "
+           "unattributed", r["lost"] <= r["socket_drops"] <= r["lost"] + 3 + 100 and r["ledger"]["unattributed"] == 0,
            f"lost {r['lost']}, socket_drops {r['socket_drops']}, unattributed {r['ledger']['unattributed']}")
     c.true("rx dpdk: it reflected", r["reflected"] > 0, str(r["reflected"]))
     c.true("rx dpdk: the port's TX counter = reflected", r["dpdk"]["opackets"] == r["reflected"], str(r.get("dpdk")))
