@@ -1,7 +1,7 @@
 """rlbench: shared parts of the bench/ scripts (udp_senders, kernel_paths).
 
 A veth pair between two network namespaces that the script creates and deletes
-(Lab), a persistent counter reader inside a namespace (Sampler), process
+(Lab, on tools/lab/netlab.py's Pair, with a lock and a stale-namespace check), a persistent counter reader inside a namespace (Sampler), process
 bookkeeping that only ever signals our own children by PID (Procs), tools that
 know how to start their receiver and sender (Tool, Pktgen, Iperf3), one sampled
 measurement run (run_one) and the pktgen cross-check (crosscheck).
@@ -21,6 +21,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
+import netlab  # noqa: E402  (the namespaces and veth every test and bench uses)
 
 MAX_PAYLOAD = 1500 - 20 - 8          # veth MTU 1500: bigger payloads would fragment
 START_PACKETS = 100                  # packets in one 20 ms poll that mark a sender's traffic start
@@ -122,14 +125,8 @@ PROCS = Procs()
 
 
 def sh(*cmd, ns=None, check=True, timeout=20):
-    cmd = list(cmd)
-    if ns:
-        cmd = ["ip", "netns", "exec", ns] + cmd
-    r = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, timeout=timeout)
-    if check and r.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()}")
-    return r.stdout
+    """netlab.sh that always returns the command's stdout."""
+    return netlab.sh(*cmd, ns=ns, check=check, capture=True, timeout=timeout)
 
 
 def take_lock(topo):
@@ -148,14 +145,14 @@ def take_lock(topo):
 class Lab:
     def __init__(self, topo):
         self.topo = topo
-        self.created = []      # namespaces this run created: the only ones it deletes
+        self.pair = netlab.Pair(names=(topo.ns_tx, topo.ns_rx, topo.if_tx, topo.if_rx))
+        self.pair.ip_a, self.pair.ip_b = topo.ip_tx, topo.ip_rx
         self.samplers = {}
         self.mac_tx = self.mac_rx = None
 
     @staticmethod
     def existing():
-        out = sh("ip", "netns", "list", check=False)
-        return {line.split()[0] for line in out.splitlines() if line.strip()}
+        return netlab.existing_namespaces()
 
     def check_free(self, replace_stale):
         t = self.topo
@@ -177,24 +174,9 @@ class Lab:
 
     def up(self):
         t = self.topo
-        for ns in (t.ns_tx, t.ns_rx):
-            sh("ip", "netns", "add", ns)
-            self.created.append(ns)
-        sh("ip", "link", "add", t.if_tx, "netns", t.ns_tx, "type", "veth", "peer", "name", t.if_rx,
-           "netns", t.ns_rx)
-        for ns, dev, ip in ((t.ns_tx, t.if_tx, t.ip_tx), (t.ns_rx, t.if_rx, t.ip_rx)):
-            # IPv6 off before the link goes up: no link-local address, no DAD/RS/MLD packets.
-            sh("sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1", ns=ns)
-            sh("ip", "-n", ns, "addr", "add", f"{ip}/30", "dev", dev)
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
-            sh("ip", "-n", ns, "link", "set", dev, "up")
-        self.mac_tx = sh("cat", f"/sys/class/net/{t.if_tx}/address", ns=t.ns_tx).strip()
-        self.mac_rx = sh("cat", f"/sys/class/net/{t.if_rx}/address", ns=t.ns_rx).strip()
-        # Static neighbours: no ARP on the wire, so the counters count only the tools' packets.
-        sh("ip", "-n", t.ns_tx, "neigh", "replace", t.ip_rx, "lladdr", self.mac_rx, "dev", t.if_tx,
-           "nud", "permanent")
-        sh("ip", "-n", t.ns_rx, "neigh", "replace", t.ip_tx, "lladdr", self.mac_tx, "dev", t.if_rx,
-           "nud", "permanent")
+        self.pair.up()  # IPv6 off before the links exist, static neighbours: the counters count only the tools
+        self.mac_tx = netlab.mac(t.ns_tx, t.if_tx)
+        self.mac_rx = netlab.mac(t.ns_rx, t.if_rx)
         # A GSO send (pktgen --gso) must be cut into datagrams before the veth counts it.
         if shutil.which("ethtool"):
             sh("ethtool", "-K", t.if_tx, "tx-udp-segmentation", "off", ns=t.ns_tx, check=False)
@@ -205,12 +187,7 @@ class Lab:
         for s in self.samplers.values():
             s.close()
         self.samplers = {}
-        for ns in reversed(self.created):
-            r = subprocess.run(["ip", "netns", "del", ns], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True, timeout=20)
-            if r.returncode != 0:
-                warn(f"ip netns del {ns} failed: {r.stderr.strip()}")
-        self.created = []
+        self.pair.close()  # deletes only the namespaces this run created
 
     def rx(self):
         return self.samplers[self.topo.ns_rx]

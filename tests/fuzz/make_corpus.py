@@ -2,7 +2,7 @@
 """Writes the seed corpus for the fuzz targets into tests/fuzz/corpus/<target>/.
 
 The frames come from the independent wire-format encoder the integration tests
-use (tests/integration/inject_frames.py), so the seeds do not share code with
+use (tools/lab/inject_frames.py), so the seeds do not share code with
 what they test. Deterministic: running it again gives the same files.
 
 usage: tests/fuzz/make_corpus.py [OUT_DIR]   (default: tests/fuzz/corpus)
@@ -14,7 +14,7 @@ import struct
 import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(here, "..", "integration"))
+sys.path.insert(0, os.path.join(here, "..", "..", "tools", "lab"))
 from inject_frames import frame, payload  # noqa: E402
 
 SRC_MAC, DST_MAC = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")

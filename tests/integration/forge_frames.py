@@ -27,7 +27,7 @@ import struct
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
 from hostile_frames import capture, open_raw  # noqa: E402
 from inject_frames import frame, payload  # noqa: E402
 

@@ -29,7 +29,7 @@ import struct
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab"))
 from inject_frames import MAGIC, frame, ones, payload  # noqa: E402
 
 ETH_P_ALL = 0x0003

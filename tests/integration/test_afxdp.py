@@ -14,7 +14,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import RX, Checks, Lab, PKTGEN, finish, link_flap, result_record, sh, start_rx
+from harness import RX, Checks, Lab, PKTGEN, finish, link_flap, result_record, sh, start_rx
 
 N = 20000
 c = Checks("afxdp")

@@ -35,7 +35,7 @@ import time
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import PKTGEN, SKIP, Checks
+from harness import PKTGEN, SKIP, Checks
 
 BLOCKTEST = os.environ.get("BLOCKTEST") or os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(PKTGEN))), "tools", "blocktest", "blocktest")

@@ -70,7 +70,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import Checks, Lab, PKTGEN, RX, finish, json_records, require_root, result_record, sh, start_rx
+from harness import Checks, Lab, PKTGEN, RX, finish, json_records, require_root, result_record, sh, start_rx
 
 CEILING = os.environ.get("CEILING", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(PKTGEN))), "tools",
                                                  "ceiling", "ceiling"))

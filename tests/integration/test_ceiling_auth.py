@@ -43,7 +43,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import Checks, Lab, PKTGEN, RX, json_records, require_root, sh
+from harness import Checks, Lab, PKTGEN, RX, json_records, require_root, sh
 
 CEILING = os.environ.get("CEILING", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(PKTGEN))), "tools",
                                                  "ceiling", "ceiling"))

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import Checks, PKTGEN, RX
+from harness import Checks, PKTGEN, RX
 
 c = Checks("cli_errors")
 bad = [

@@ -32,7 +32,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import PKTGEN, Checks, Lab, finish, result_record, start_rx
+from harness import LAB_DIR, PKTGEN, Checks, Lab, finish, result_record, start_rx
 
 N = 2000
 c = Checks("clock_domains")
@@ -140,7 +140,7 @@ with tempfile.TemporaryDirectory() as tmp, Lab("c", subnet=75) as lab:
     rx_json = os.path.join(tmp, "rx-no-id.json")
     rx = start_rx(lab, ["--backend", "socket", "--json", rx_json, "--count", "500"])
     tx = subprocess.run(["ip", "netns", "exec", lab.ns_a, sys.executable, IN_TIME_OFFSET, "-5000000", "--",
-                         sys.executable, "-c", STAMPING_SENDER, lab.ip_b, "500", os.path.dirname(__file__)],
+                         sys.executable, "-c", STAMPING_SENDER, lab.ip_b, "500", LAB_DIR],
                         capture_output=True, text=True, timeout=60)
     c.eq("5 ms behind, no clock id: sender exit code", tx.returncode, 0)
     rc, out, err = finish(rx, timeout=30)

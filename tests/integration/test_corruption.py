@@ -9,16 +9,15 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import Checks, Lab, finish, result_record, start_rx
+from harness import LAB_DIR, Checks, Lab, finish, result_record, start_rx
 
 VALID, CORRUPT, DUPS, FOREIGN = 2000, 150, 40, 25
 c = Checks("corruption")
-here = os.path.dirname(os.path.abspath(__file__))
 with tempfile.TemporaryDirectory() as tmp, Lab("c", subnet=2) as lab:
     for backend in ("socket", "uring"):
         rx_json = os.path.join(tmp, f"rx-{backend}.json")
         rx = start_rx(lab, ["--backend", backend, "--json", rx_json, "--quiet"])
-        inj = subprocess.run(["ip", "netns", "exec", lab.ns_a, sys.executable, os.path.join(here, "inject_frames.py"),
+        inj = subprocess.run(["ip", "netns", "exec", lab.ns_a, sys.executable, os.path.join(LAB_DIR, "inject_frames.py"),
                               lab.if_a, lab.ip_a, lab.ip_b, lab.mac(lab.ns_b, lab.if_b), "9000", "5", str(VALID),
                               str(CORRUPT), str(DUPS), str(FOREIGN), "300"], capture_output=True, text=True, timeout=60)
         c.eq(f"{backend}: injector exit code", inj.returncode, 0)

@@ -15,14 +15,14 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import Checks, PKTGEN, RX, require_root, sh
+from harness import Checks, NetLab, PKTGEN, RX, require_root
 
 require_root()
 c = Checks("defaults_loopback")
 ns = f"rltdef{os.getpid() % 100000}"
-sh("ip", "netns", "add", ns)
+lab = NetLab()
+lab.namespace(ns)  # lo up, IPv6 off
 try:
-    sh("ip", "link", "set", "lo", "up", ns=ns)
     rx = subprocess.Popen(["ip", "netns", "exec", ns, RX], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = rx.stdout.readline()
     c.true("rx says where it listens", "listening on 0.0.0.0:9000" in line, line)
@@ -94,5 +94,5 @@ try:
             os.remove(f)
     os.rmdir(tmp)
 finally:
-    sh("ip", "netns", "del", ns, check=False)
+    lab.close()
 c.done()

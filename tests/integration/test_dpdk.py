@@ -25,7 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import PKTGEN, RX, SKIP, Checks, Lab, require_root, result_record, sh
+from harness import PKTGEN, RX, SKIP, Checks, Lab, NetLab, require_root, result_record, sh
 
 N = 20000
 c = Checks("dpdk")
@@ -70,40 +70,25 @@ class RxProc:
             self.p.wait()
 
 
-class TapNs:
+class TapNs(NetLab):
     """A namespace with persistent multi-queue taps for net_tap to attach to."""
 
     def __init__(self, tag):
-        uid = f"{os.getpid() % 100000}"
-        self.ns = f"rlt{uid}q{tag}"
-        self.taps = []
-        self.procs = []
+        super().__init__()
+        self.ns = f"rlt{os.getpid() % 100000}q{tag}"
 
     def __enter__(self):
-        sh("ip", "netns", "add", self.ns)
-        sh("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", ns=self.ns)
-        sh("sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1", ns=self.ns)
-        sh("ip", "link", "set", "lo", "up", ns=self.ns)
+        self.namespace(self.ns)
         return self
 
     def tap(self, name, cidr):
-        sh("ip", "tuntap", "add", "mode", "tap", "multi_queue", "name", name, ns=self.ns)
-        sh("ip", "addr", "add", cidr, "dev", name, ns=self.ns)
-        self.taps.append(name)
-        return name
+        return super().tap(self.ns, name, cidr)
 
     def counter(self, tap, name):
         return int(sh("cat", f"/sys/class/net/{tap}/statistics/{name}", ns=self.ns, capture=True))
 
     def mac(self, tap):
         return sh("cat", f"/sys/class/net/{tap}/address", ns=self.ns, capture=True).strip()
-
-    def __exit__(self, *exc):
-        for p in self.procs:
-            p.kill()
-        for t in self.taps:
-            sh("ip", "link", "del", t, ns=self.ns, check=False)
-        sh("ip", "netns", "del", self.ns, check=False)
 
 
 def nft_counter(ns, family, table):
@@ -184,7 +169,7 @@ with tempfile.TemporaryDirectory() as tmp:
         tap = t.tap(f"rltq{os.getpid() % 100000}a", "198.18.40.1/30")
         rx_json = os.path.join(tmp, "rx1.json")
         rx = RxProc(t.ns, ["--backend", "socket", "--bind", "198.18.40.1", "--json", rx_json, "--quiet"])
-        t.procs.append(rx)
+        t.procs.append(rx.p)
         before = t.counter(tap, "rx_packets")
         tx_json = os.path.join(tmp, "tx1.json")
         # Four flows: a prebuilt mbuf carries one flow's headers and is rewritten when it comes round for another.
@@ -221,7 +206,7 @@ with tempfile.TemporaryDirectory() as tmp:
         rx_json = os.path.join(tmp, "rx2.json")
         rx = RxProc(t.ns, ["--backend", "dpdk", "--cores", "1", "--json", rx_json, "--quiet", "--",
                            "--no-pci", f"--vdev=net_tap0,iface={tap}"])
-        t.procs.append(rx)
+        t.procs.append(rx.p)
         c.true("tap rx: port summary printed", "DPDK port 0 net_tap0 (net_tap" in rx.startup,
                first_line(rx.startup, "rx: receive buffer") or rx.startup)
         # The DPDK side answers no ARP: a static neighbour (after the port started: that replays the MAC and
@@ -309,7 +294,7 @@ with tempfile.TemporaryDirectory() as tmp:
         rx_json = os.path.join(tmp, "rx4.json")
         rx = RxProc(t.ns, ["--backend", "dpdk", "--cores", "1", "--json", rx_json, "--quiet", "--", "--no-pci",
                            f"--vdev=net_tap0,iface={tap_b}"])
-        t.procs.append(rx)
+        t.procs.append(rx.p)
         sh("ip", "neigh", "replace", "198.18.43.6", "lladdr", "02:00:00:00:00:06", "dev", tap_b, "nud", "permanent",
            ns=t.ns)
         before = t.counter(tap_b, "tx_packets")

@@ -9,7 +9,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import Checks, Lab, PKTGEN, finish, result_record, sh, start_rx
+from harness import Checks, Lab, PKTGEN, finish, result_record, sh, start_rx
 
 N = 30000
 c = Checks("drop_injection")

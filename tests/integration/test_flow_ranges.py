@@ -38,7 +38,7 @@ import time
 from collections import Counter
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import (PKTGEN, RX, Checks, Lab, capture, finish, json_records, refused_usage, result_record, sh, start_rx,
+from harness import (PKTGEN, RX, Checks, Lab, capture, finish, json_records, refused_usage, result_record, sh, start_rx,
                     tshark_rows)
 
 SUBNET = 73

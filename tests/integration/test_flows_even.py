@@ -21,7 +21,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import Checks, Lab, PKTGEN, finish, result_record, sh, start_rx
+from harness import Checks, Lab, PKTGEN, finish, result_record, sh, start_rx
 
 SANITIZED = os.environ.get("RATELINE_SANITIZED", "")  # set by tools/check.d/10-sanitize
 SHAPES_SANITIZED = {"socket lo burst 100 batch 32", "socket lo --flows-random 2 threads",

@@ -14,7 +14,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import PKTGEN, Checks, Lab, finish, hugepages_free, result_record, rx_args, start_rx
+from harness import PKTGEN, Checks, Lab, finish, hugepages_free, result_record, rx_args, start_rx
 
 SPORT = 6100         # pktgen's source port: the one whose frames are replayed
 MIX = {"replay": 300, "foreign": 20000, "short": 200, "bad-length": 150, "bad-version": 100, "bad-kind": 100,

@@ -17,7 +17,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import Checks, Lab, PKTGEN, RX, finish, json_records, sh, start_rx
+from harness import Checks, Lab, PKTGEN, RX, finish, json_records, sh, start_rx
 
 TRIALS = 20
 seed = int(os.environ.get("RATELINE_SEED", random.SystemRandom().randrange(1 << 32)))

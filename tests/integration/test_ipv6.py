@@ -9,7 +9,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import Checks, Lab, PKTGEN, finish, result_record, sh, start_rx
+from harness import Checks, Lab, PKTGEN, finish, result_record, sh, start_rx
 
 c = Checks("ipv6")
 with tempfile.TemporaryDirectory() as tmp, Lab("v", subnet=16) as lab:

@@ -12,7 +12,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import PKTGEN, Checks, Lab, finish, read_until, result_record, start_rx
+from harness import PKTGEN, Checks, Lab, finish, read_until, result_record, start_rx
 
 DAC_OVERRIDE, NET_ADMIN, NET_RAW, IPC_LOCK, SYS_ADMIN, PERFMON, BPF = 1, 12, 13, 14, 21, 38, 39
 KEEP = {

@@ -12,7 +12,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import Checks, PKTGEN, RX
+from harness import Checks, PKTGEN, RX
 
 c = Checks("null")
 

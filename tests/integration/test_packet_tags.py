@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import PKTGEN, RX, Checks, Lab, finish, hugepages_free, refused_usage, result_record, rx_args, start_rx
+from harness import PKTGEN, RX, Checks, Lab, finish, hugepages_free, refused_usage, result_record, rx_args, start_rx
 
 SPORT = 6300
 PREFILL = 3000

@@ -35,7 +35,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import PKTGEN, Checks, Lab, finish, hugepages_free, result_record, sh, start_rx
+from harness import PKTGEN, Checks, Lab, finish, hugepages_free, result_record, sh, start_rx
 from collections import Counter
 from inject_frames import frame, payload_checksum, pcap_records, short_payload, write_pcap
 

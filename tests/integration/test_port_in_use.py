@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import Checks, Lab, RX, finish, start_rx
+from harness import Checks, Lab, RX, finish, start_rx
 
 c = Checks("port_in_use")
 with Lab("p", subnet=4) as lab:

@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import Checks, Lab, PKTGEN, RX, json_records, sh
+from harness import Checks, Lab, PKTGEN, RX, json_records, sh
 
 N = 3000
 c = Checks("port_set")

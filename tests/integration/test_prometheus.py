@@ -24,7 +24,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import PKTGEN, RX, SKIP, Checks, Lab, finish, read_until, require_root, result_record, start_rx
+from harness import PKTGEN, RX, SKIP, Checks, Lab, finish, read_until, require_root, result_record, start_rx
 
 PROMETHEUS = shutil.which("prometheus")
 PROM_PORT = 9090  # inside the lab's own namespace: nothing else listens there

@@ -28,7 +28,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import PKTGEN, Checks, Lab, hugepages_free, result_record, sh
+from harness import PKTGEN, Checks, Lab, hugepages_free, result_record, sh
 
 SANITIZED = os.environ.get("RATELINE_SANITIZED", "")  # set by tools/check.d/10-sanitize
 RATE = 20_000

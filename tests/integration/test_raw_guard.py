@@ -24,7 +24,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import PKTGEN, Checks, Lab, finish, result_record, sh, start_rx  # noqa: E402
+from harness import LAB_DIR, PKTGEN, Checks, Lab, finish, result_record, sh, start_rx  # noqa: E402
 
 DATAGRAMS, N = 100, 2000
 SENDER = r"""
@@ -90,7 +90,7 @@ with tempfile.TemporaryDirectory() as tmp, Lab("g", subnet=79) as lab:
         dev = ["--device", lab.if_b] if backend != "socket" else []
         rx = start_rx(lab, ["--backend", backend, *dev, "--json", rx_json, "--quiet"], ready_timeout=30)
         s = subprocess.run(["ip", "netns", "exec", lab.ns_a, sys.executable, "-c", OURS_FRAGMENTED,
-                            os.path.dirname(os.path.abspath(__file__)), lab.ip_b, str(DATAGRAMS)],
+                            LAB_DIR, lab.ip_b, str(DATAGRAMS)],
                            capture_output=True, text=True, timeout=30)
         c.eq(f"fragmented {backend}: sender exit code", s.returncode, 0)
         rc, out, err = finish(rx, timeout=60)

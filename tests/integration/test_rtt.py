@@ -37,7 +37,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import PKTGEN, RX, Checks, Lab, finish, result_record, sh, start_rx, tshark_rows  # noqa: E402
+from harness import LAB_DIR, PKTGEN, RX, Checks, Lab, finish, result_record, sh, start_rx, tshark_rows  # noqa: E402
 
 SANITIZED = os.environ.get("RATELINE_SANITIZED", "")  # set by tools/check.d/10-sanitize
 N = 20_000 if SANITIZED else 100_000
@@ -127,7 +127,7 @@ def run(lab, tmp, tag, rx_extra=(), tx_extra=(), backend="socket", forge=False, 
     if forge:
         time.sleep(0.2)
         mac_a = lab.mac(lab.ns_a, lab.if_a)
-        f = subprocess.run(["ip", "netns", "exec", lab.ns_b, sys.executable, "-c", FORGER, os.path.dirname(__file__),
+        f = subprocess.run(["ip", "netns", "exec", lab.ns_b, sys.executable, "-c", FORGER, LAB_DIR,
                             lab.if_b, lab.ip_b, lab.ip_a, mac_a, str(sender)], capture_output=True, text=True, timeout=30)
         c.eq(f"{tag}: forger ran", f.stdout.strip(), "forged")
     ping_out, _ = ping.communicate(timeout=60)

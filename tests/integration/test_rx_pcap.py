@@ -30,12 +30,11 @@ import time
 from collections import Counter
 
 sys.path.insert(0, os.path.dirname(__file__))
-from inject_frames import payload_checksum
-from netlab import PKTGEN, RX, Checks, Lab, capture, finish, result_record, start_rx, tshark_rows
+from harness import LAB_DIR, PKTGEN, RX, Checks, Lab, capture, finish, result_record, start_rx, tshark_rows
+from inject_frames import payload_checksum  # noqa: E402
 
 VALID, CORRUPT, FOREIGN, SIZE, KEEP = 300, 20, 5, 200, 10
 c = Checks("rx_pcap")
-here = os.path.dirname(os.path.abspath(__file__))
 
 
 def stop(cap):
@@ -82,7 +81,7 @@ with tempfile.TemporaryDirectory() as tmp, Lab("p", subnet=77) as lab:
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         lab.procs.append(cap)
         cap.stderr.readline()  # "listening on ..."
-        inj = subprocess.run(["ip", "netns", "exec", lab.ns_a, sys.executable, os.path.join(here, "inject_frames.py"),
+        inj = subprocess.run(["ip", "netns", "exec", lab.ns_a, sys.executable, os.path.join(LAB_DIR, "inject_frames.py"),
                               lab.if_a, lab.ip_a, lab.ip_b, mac_b, "9000", "5", str(VALID), str(CORRUPT), "0",
                               str(FOREIGN), str(SIZE)], capture_output=True, text=True, timeout=60)
         c.eq(f"{backend}: injector exit code", inj.returncode, 0)

@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import PKTGEN, Checks, Lab, finish, result_record, start_rx
+from harness import PKTGEN, Checks, Lab, finish, result_record, start_rx
 
 N = 8000
 SLOW_US = 5000

@@ -20,7 +20,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import PKTGEN, RX, Checks, Lab, finish, result_record, sh, start_rx
+from harness import PKTGEN, RX, Checks, Lab, finish, result_record, sh, start_rx
 
 c = Checks("senders")
 

@@ -30,7 +30,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import (PKTGEN, RX, Checks, Lab, capture, finish, hugepages_free, json_records, result_record, run_pair, rx_args, sh,
+from harness import (PKTGEN, RX, Checks, Lab, capture, finish, hugepages_free, json_records, result_record, run_pair, rx_args, sh,
                     start_rx, tshark_rows)
 from inject_frames import frame, payload, short_payload, write_pcap
 

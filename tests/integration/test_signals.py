@@ -10,7 +10,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import Checks, Lab, PKTGEN, finish, result_record, start_rx
+from harness import Checks, Lab, PKTGEN, finish, result_record, start_rx
 
 c = Checks("signals")
 with tempfile.TemporaryDirectory() as tmp, Lab("s", subnet=3) as lab:

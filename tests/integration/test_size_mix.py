@@ -27,7 +27,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import (Checks, Lab, capture, hugepages_free, refused_usage, run_pair, sh,
+from harness import (Checks, Lab, capture, hugepages_free, refused_usage, run_pair, sh,
                     tshark_rows)
 
 N = 1000

@@ -17,8 +17,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
+from harness import LAB_DIR, RX, Checks, Lab, finish, read_until, result_record, start_rx  # noqa: E402
 from inject_frames import frame, payload  # noqa: E402
-from netlab import RX, Checks, Lab, finish, read_until, result_record, start_rx  # noqa: E402
 
 FLOOD = 20000
 MAX_STREAMS = 1000
@@ -45,7 +45,7 @@ for i in range(int(sys.argv[6])):
 
 def flood(lab, tag):
     """FLOOD datagrams into rx, each from a new source port."""
-    inj = lab.spawn(lab.ns_a, [sys.executable, "-c", INJECT, os.path.dirname(os.path.abspath(__file__)), lab.if_a,
+    inj = lab.spawn(lab.ns_a, [sys.executable, "-c", INJECT, LAB_DIR, lab.if_a,
                                lab.ip_a, lab.ip_b, lab.mac(lab.ns_b, lab.if_b), str(FLOOD)])
     inj.communicate(timeout=60)
     c.eq(f"{tag}: injector exit code", inj.returncode, 0)

@@ -13,7 +13,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import Checks, PKTGEN, RX, json_records, require_root, result_record, sh
+from harness import Checks, NetLab, PKTGEN, RX, json_records, require_root, result_record, sh
 
 USER = "rateline-test"
 N = 20000
@@ -46,9 +46,9 @@ rmem_max = int(open("/proc/sys/net/core/rmem_max").read())
 ask = min(4 * rmem_max, 1 << 30)  # more than rmem_max lets a non-root socket have
 with tempfile.TemporaryDirectory() as tmp:
     os.chmod(tmp, 0o777)  # the user writes its JSON here
-    sh("ip", "netns", "add", ns)
+    lab = NetLab()
+    lab.namespace(ns)  # lo up, IPv6 off
     try:
-        sh("ip", "link", "set", "lo", "up", ns=ns)
         r = run_user(["id", "-u"])
         c.eq("setpriv drops to the user", r.stdout.strip(), str(pw.pw_uid))
         r = run_user(["grep", "^CapEff", "/proc/self/status"])
@@ -91,6 +91,6 @@ with tempfile.TemporaryDirectory() as tmp:
         c.true("pktgen --src-port 80: says permission denied", "Couldn't bind source port 80: Permission denied"
                in r.stderr, r.stderr.strip())
     finally:
-        sh("ip", "netns", "del", ns, check=False)
+        lab.close()
 c.true("namespace deleted", ns not in sh("ip", "netns", "list", capture=True))
 c.done()

@@ -8,7 +8,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import SKIP, Checks, Lab, PKTGEN, finish, result_record, start_rx
+from harness import SKIP, Checks, Lab, PKTGEN, finish, result_record, start_rx
 
 knob = "/proc/sys/kernel/io_uring_disabled"
 if not os.path.exists(knob):

@@ -16,7 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import Checks, Lab, PKTGEN, finish, result_record, sh, start_rx
+from harness import Checks, Lab, PKTGEN, finish, result_record, sh, start_rx
 
 N = 20000
 BURST = 100

@@ -27,11 +27,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from netlab import RX, Checks, Lab, PKTGEN, finish, link_flap, result_record, sh, start_rx
+from harness import LAB_DIR, RX, Checks, Lab, PKTGEN, finish, link_flap, result_record, sh, start_rx
 from inject_frames import M64, STEP, pattern_seed, payload_checksum, pcap_frames
 
 N = 20000
-here = os.path.dirname(os.path.abspath(__file__))
 c = Checks("xdp")
 
 
@@ -220,7 +219,7 @@ with tempfile.TemporaryDirectory() as tmp, Lab("x", subnet=20) as lab:
     VALID, CORRUPT, DUPS, FOREIGN = 2000, 150, 40, 25
     rx_json = os.path.join(tmp, "rx-inject.json")
     rx = start_rx(lab, ["--backend", "xdp", "--device", lab.if_b, "--json", rx_json, "--quiet"])
-    inj = subprocess.run(["ip", "netns", "exec", lab.ns_a, sys.executable, os.path.join(here, "inject_frames.py"),
+    inj = subprocess.run(["ip", "netns", "exec", lab.ns_a, sys.executable, os.path.join(LAB_DIR, "inject_frames.py"),
                           lab.if_a, lab.ip_a, lab.ip_b, lab.mac(lab.ns_b, lab.if_b), "9000", "5", str(VALID),
                           str(CORRUPT), str(DUPS), str(FOREIGN), "300"], capture_output=True, text=True, timeout=60)
     c.eq("injector exit code", inj.returncode, 0)

@@ -6,7 +6,8 @@
 // collide. Addresses come from the benchmarking range 198.18.0.0/15 (RFC
 // 2544 C.2.2); IPv6 is off and the neighbours are static, so no ARP, ND or
 // router solicitation crosses the link: the interface counters count our
-// packets only.
+// packets only. These are the conventions of tools/lab/netlab.py, the lab of
+// the tests and benches; this one is C++ because it is part of the product.
 #pragma once
 
 #include <string>

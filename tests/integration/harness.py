@@ -1,40 +1,23 @@
-"""Test hosts for integration tests: network namespaces joined by a veth pair.
+"""Helpers of the integration tests: start rx and wait until it listens, run a pktgen -> rx pair across a
+lab, read JSON results, capture with tcpdump and read with tshark, collect named checks.
 
-Every lab gets unique names (pid-based), addresses from the RFC 2544
-benchmarking range 198.18.0.0/15, no IPv6 link-local chatter and static
-neighbour entries, so the interface counters count our packets and nothing
-else. A lab deletes what it made on exit, also when the test fails.
+The lab itself (namespaces, veth pairs, taps, static neighbours, cleanup) is tools/lab/netlab.py, shared with
+the benches and scripts; `Lab` here is its two-namespace Pair. tools/lab also holds inject_frames.py, the
+tests' own encoder of the wire format.
 """
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 
+LAB_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "lab")
+sys.path.insert(0, LAB_DIR)
+from netlab import SKIP, Lab as NetLab, Pair as Lab, require_root, sh  # noqa: E402,F401 (re-exported to the tests)
+
 BUILD = os.environ.get("RATELINE_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
 PKTGEN = os.environ.get("PKTGEN", os.path.join(BUILD, "pktgen", "pktgen"))
 RX = os.environ.get("RX", os.path.join(BUILD, "rx", "rx"))
-
-SKIP = 77  # meson: test skipped
-
-
-def sh(*args, check=True, capture=False, ns=None, timeout=30):
-    cmd = list(args)
-    if ns:
-        cmd = ["ip", "netns", "exec", ns] + cmd
-    r = subprocess.run(cmd, check=False, text=True, timeout=timeout,
-                       stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
-                       stderr=subprocess.PIPE)
-    if check and r.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()}")
-    return r.stdout if capture else r.returncode
-
-
-def require_root():
-    if os.geteuid() != 0:
-        print("SKIP: needs root for network namespaces")
-        sys.exit(SKIP)
 
 
 def hugepages_free():
@@ -44,112 +27,6 @@ def hugepages_free():
             if line.startswith("HugePages_Free:"):
                 return int(line.split()[1])
     return 0
-
-
-class Lab:
-    """Two namespaces A (sender) and B (receiver) with veth a <-> b."""
-
-    def __init__(self, tag, subnet=0):
-        require_root()
-        uid = f"{os.getpid() % 100000}"
-        self.ns_a = f"rlt{uid}{tag}a"
-        self.ns_b = f"rlt{uid}{tag}b"
-        self.if_a = f"rl{uid}{tag}a"[:15]
-        self.if_b = f"rl{uid}{tag}b"[:15]
-        self.ip_a = f"198.18.{subnet}.1"
-        self.ip_b = f"198.18.{subnet}.2"
-        self.procs = []
-
-    def __enter__(self):
-        try:
-            sh("ip", "netns", "add", self.ns_a)
-            sh("ip", "netns", "add", self.ns_b)
-            sh("ip", "link", "add", self.if_a, "netns", self.ns_a, "type", "veth", "peer", "name", self.if_b,
-               "netns", self.ns_b)
-            for ns, ifn, ip in ((self.ns_a, self.if_a, self.ip_a), (self.ns_b, self.if_b, self.ip_b)):
-                sh("sysctl", "-qw", f"net.ipv6.conf.all.disable_ipv6=1", ns=ns)
-                sh("sysctl", "-qw", f"net.ipv6.conf.default.disable_ipv6=1", ns=ns)
-                sh("ip", "addr", "add", f"{ip}/30", "dev", ifn, ns=ns)
-                sh("ip", "link", "set", ifn, "up", ns=ns)
-                sh("ip", "link", "set", "lo", "up", ns=ns)
-            self.pin_neighbours()
-        except Exception:
-            self.__exit__(None, None, None)
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        for ns in [self.ns_a, self.ns_b] + getattr(self, "extra_ns", []):
-            sh("ip", "netns", "del", ns, check=False)
-
-    def pin_neighbours(self):
-        """Permanent neighbour entries both ways: no ARP on the link. Again after a DPDK port on a veth has
-        stopped: it takes the interface down and up, and the kernel flushes its neighbours, permanent ones too."""
-        sh("ip", "neigh", "replace", self.ip_b, "lladdr", self.mac(self.ns_b, self.if_b), "dev", self.if_a, "nud",
-           "permanent", ns=self.ns_a)
-        sh("ip", "neigh", "replace", self.ip_a, "lladdr", self.mac(self.ns_a, self.if_a), "dev", self.if_b, "nud",
-           "permanent", ns=self.ns_b)
-
-    def add_sender(self, idx):
-        """A further sender namespace joined to B by a veth pair of its own
-        (198.18.<subnet + 10 * idx>.0/30): (ns, if, ip, B's address on that link).
-        Deleted with the lab."""
-        uid = f"{os.getpid() % 100000}"
-        ns = f"rlt{uid}{idx}s"
-        ifs, ifb = f"rl{uid}{idx}s"[:15], f"rl{uid}{idx}r"[:15]
-        net = int(self.ip_a.split(".")[2]) + 10 * idx
-        ip_s, ip_r = f"198.18.{net}.1", f"198.18.{net}.2"
-        self.extra_ns = getattr(self, "extra_ns", []) + [ns]
-        sh("ip", "netns", "add", ns)
-        sh("ip", "link", "add", ifs, "netns", ns, "type", "veth", "peer", "name", ifb, "netns", self.ns_b)
-        sh("sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", ns=ns)
-        for n, ifn, ip in ((ns, ifs, ip_s), (self.ns_b, ifb, ip_r)):
-            sh("ip", "addr", "add", f"{ip}/30", "dev", ifn, ns=n)
-            sh("ip", "link", "set", ifn, "up", ns=n)
-        sh("ip", "link", "set", "lo", "up", ns=ns)
-        sh("ip", "neigh", "replace", ip_r, "lladdr", self.mac(self.ns_b, ifb), "dev", ifs, "nud", "permanent", ns=ns)
-        sh("ip", "neigh", "replace", ip_s, "lladdr", self.mac(ns, ifs), "dev", ifb, "nud", "permanent", ns=self.ns_b)
-        return ns, ifs, ip_s, ip_r
-
-    @staticmethod
-    def mac(ns, ifn):
-        return sh("cat", f"/sys/class/net/{ifn}/address", ns=ns, capture=True).strip()
-
-    def counter(self, side, name):
-        ns, ifn = (self.ns_a, self.if_a) if side == "a" else (self.ns_b, self.if_b)
-        return int(sh("cat", f"/sys/class/net/{ifn}/statistics/{name}", ns=ns, capture=True))
-
-    def add_ipv6(self, a6, b6):
-        """IPv6 on both veth ends (a6 on a, b6 on b, /64, no DAD) with permanent neighbours both ways."""
-        for ns, ifn, ip in ((self.ns_a, self.if_a, a6), (self.ns_b, self.if_b, b6)):
-            sh("sysctl", "-qw", f"net.ipv6.conf.{ifn}.disable_ipv6=0", ns=ns)
-            sh("ip", "-6", "addr", "add", f"{ip}/64", "dev", ifn, "nodad", ns=ns)
-        sh("ip", "-6", "neigh", "replace", b6, "lladdr", self.mac(self.ns_b, self.if_b), "dev", self.if_a,
-           "nud", "permanent", ns=self.ns_a)
-        sh("ip", "-6", "neigh", "replace", a6, "lladdr", self.mac(self.ns_a, self.if_a), "dev", self.if_b,
-           "nud", "permanent", ns=self.ns_b)
-
-    def xdp_pass(self, side, tmp):
-        """Attaches a native XDP program that passes every frame to side's veth: a veth delivers frames
-        that its peer returns by XDP_TX only to an end that runs one. `ip link set ... xdpdrv off` detaches."""
-        src, obj = os.path.join(tmp, "xdp_pass.c"), os.path.join(tmp, "xdp_pass.o")
-        with open(src, "w") as f:
-            f.write('#include <linux/bpf.h>\n__attribute__((section("xdp"), used)) int pass(struct xdp_md *c) '
-                    '{ return XDP_PASS; }\nchar _license[] __attribute__((section("license"), used)) = "GPL";\n')
-        sh("clang", "-O2", "-target", "bpf", f"-I/usr/include/{os.uname().machine}-linux-gnu", "-c", src, "-o", obj)
-        ns, ifn = (self.ns_a, self.if_a) if side == "a" else (self.ns_b, self.if_b)
-        sh("ip", "link", "set", "dev", ifn, "xdpdrv", "obj", obj, "sec", "xdp", ns=ns)
-        return ns, ifn
-
-    def spawn(self, ns, args, **kw):
-        p = subprocess.Popen(["ip", "netns", "exec", ns] + list(args), text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
-        self.procs.append(p)
-        return p
 
 
 def read_until(p, prefix, timeout=10):

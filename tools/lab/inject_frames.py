@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Builds rateline test frames with an independent implementation of the wire
-format (tests/integration, not src/), and sends them on an interface through
+format (Python, sharing nothing with src/), and sends them on an interface through
 an AF_PACKET raw socket: valid packets, packets with a byte flipped after the
 checksum was computed, duplicates and foreign UDP. The UDP checksum is always
 made correct, so the kernel delivers every frame and only rateline's own
