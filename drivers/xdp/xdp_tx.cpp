@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/burst_loop.hpp"
 #include "engine/flow_schedule.hpp"
 #include "engine/size_mix.hpp"
 #include "net/checksum.hpp"
@@ -332,35 +333,19 @@ engine::TxResult XdpTxProgram::run(engine::TxPlan plan, stats::TxSnapshotRing& s
     return ran;
   };
 
+  // The engine's burst loop (engine/burst_loop.hpp) around this backend's
+  // step: n frames of one flow per BPF_PROG_RUN call. Paced: one burst per
+  // call (more only past kMaxCallFrames). Unpaced: back-to-back bursts are
+  // one stream of frames, so calls are large. Flows take turns of one call,
+  // carried across bursts and evened out at the quota
+  // (engine/flow_schedule.hpp): a call is shorter where a turn ends.
   pace::Pacer pacer(plan.pace);
-  const bool paced = plan.pace.paced();
-  // Paced: one burst per call (more only past kMaxCallFrames). Unpaced:
-  // back-to-back bursts are one stream of frames, so calls are large. Flows
-  // take turns of one call, carried across bursts and evened out at the
-  // quota (engine/flow_schedule.hpp): a call is shorter where a turn ends.
-  const uint64_t call_frames = paced ? plan.pace.burst : std::max<uint64_t>(plan.pace.burst, kUnpacedCallFrames);
+  const uint64_t call_frames =
+      plan.pace.paced() ? plan.pace.burst : std::max<uint64_t>(plan.pace.burst, kUnpacedCallFrames);
   engine::FlowSchedule schedule(static_cast<uint32_t>(plan.flows.size()), call_frames, plan.quota,
                                 plan.flow_shuffle_seed);
-  const uint64_t start_ns = now_ns();
-  const uint64_t end_ns = plan.duration_ns ? start_ns + plan.duration_ns : ~0ull;
-  uint64_t next_publish_ns = start_ns + plan.publish_every_ns;
-  pacer.start(start_ns);
-  c.first_ns = start_ns;
-  auto publish = [&](uint64_t now, bool final) {
-    c.pace_slips = pacer.slips();
-    if (!final) {
-      const rl_tx_xmit x = xmit();
-      c.failed = x.drops + x.redirect_errors;
-    }
-    snapshots.try_push({c, now, final});
-  };
-
-  uint64_t now = start_ns;
-  while ((plan.quota == 0 || c.packets < plan.quota) && now < end_ns && !stop.load(std::memory_order_relaxed)) {
-    const uint64_t burst_start_ns = now;
-    uint64_t burst_left = call_frames;
-    if (plan.quota) burst_left = std::min<uint64_t>(burst_left, plan.quota - c.packets);
-    const bool whole_burst = burst_left == call_frames;
+  auto send_calls = [&](uint64_t burst) {
+    uint64_t burst_left = burst;
     while (burst_left && !err) {
       const uint32_t i = schedule.flow();
       const auto want = static_cast<uint32_t>(std::min<uint64_t>({burst_left, kMaxCallFrames, schedule.run_left()}));
@@ -371,9 +356,6 @@ engine::TxResult XdpTxProgram::run(engine::TxPlan plan, stats::TxSnapshotRing& s
       burst_left -= taken;
       if (taken < want) break;
     }
-    now = now_ns();
-    c.last_ns = now;
-    if (whole_burst && !burst_left) c.note_burst(call_frames, now - burst_start_ns);
     if (err == EINTR) {
       err = 0;  // a signal: the stop flag says whether it meant us
     } else if (err) {
@@ -384,34 +366,29 @@ engine::TxResult XdpTxProgram::run(engine::TxPlan plan, stats::TxSnapshotRing& s
                                       : ""));
       c.last_error = err;
       result.stalled = true;
-      break;
     }
-    if (now >= next_publish_ns) {
-      publish(now, false);
-      next_publish_ns = now + plan.publish_every_ns;
-    }
-    if (plan.quota && c.packets >= plan.quota) break;
-    if (!pacer.wait_for_next_burst(now, stop)) break;
-    now = now_ns();
-  }
+    return burst - burst_left;
+  };
+  auto refused = [&](stats::TxCounters& counters) {
+    const rl_tx_xmit x = xmit();
+    counters.failed = x.drops + x.redirect_errors;
+  };
+  engine::send_bursts(plan, call_frames, pacer, c, result, snapshots, stop, [] { return now_ns(); }, send_calls,
+                      refused);
   const rl_tx_xmit data_x = xmit();
   c.failed = data_x.drops + data_x.redirect_errors;
   if (data_x.last_err) c.last_error = static_cast<int>(data_x.last_err);
   else if (c.failed) c.last_error = ENOBUFS;  // refused without an error: the device's ring was full
 
-  // End markers: complete frames, sent as they are by the same program.
-  std::atomic<bool> no_stop{false};
-  uint64_t end_sent = 0;
-  for (uint32_t copy = 0; copy < plan.end_markers && !result.stalled; ++copy) {
-    if (copy) pace::wait_until(now_ns() + plan.end_marker_gap_ns, no_stop);
-    for (const engine::TxFlow& f : plan.flows) {
-      const std::vector<uint8_t> frame = end_frame(f, plan);
-      const uint64_t& sent = streams_[f.stream].end_frames;
-      const uint64_t before = load_relaxed(sent);
-      send(frame, 1);
-      end_sent += load_relaxed(sent) - before;
-    }
-  }
+  // End markers: complete frames, sent as they are by the same program; the
+  // program counts what it ran, the tracepoints what the driver refused.
+  const uint64_t end_sent = engine::send_end_markers(plan, result, [&](const engine::TxFlow& f) -> uint64_t {
+    const std::vector<uint8_t> frame = end_frame(f, plan);
+    const uint64_t& sent = streams_[f.stream].end_frames;
+    const uint64_t before = load_relaxed(sent);
+    send(frame, 1);
+    return load_relaxed(sent) - before;
+  });
   const rl_tx_xmit end_x = xmit();
   const uint64_t end_failed = end_x.drops + end_x.redirect_errors - c.failed;
   c.end_markers = end_sent - std::min(end_sent, end_failed);
@@ -430,7 +407,7 @@ engine::TxResult XdpTxProgram::run(engine::TxPlan plan, stats::TxSnapshotRing& s
     advice_ = a;
     if (c.failed >= c.packets) result.stalled = true;  // nothing got out: the run failed
   }
-  publish(now_ns(), true);
+  engine::publish(snapshots, c, pacer, now_ns(), true);
   result.counters = c;
   result.flows = std::move(plan.flows);
   return result;

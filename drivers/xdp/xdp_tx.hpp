@@ -2,13 +2,13 @@
 // BPF_F_TEST_XDP_LIVE_FRAMES (Linux >= 5.18).
 //
 // This backend does not fit the TxQueue concept: the kernel runs the
-// per-packet loop (xdp_tx.bpf.c). It takes a worker's whole plan instead:
-// flows (their prebuilt Ethernet/IP/UDP headers), pacing, quota, end
-// markers; userspace builds one template frame per flow, paces with the
-// engine's pace::Pacer by choosing how many frames each BPF_PROG_RUN call
-// sends (--burst per call when paced; large calls when unpaced), reads the
-// per-stream sequence from an mmapped map after each call, and reports in
-// the common TxResult. Userspace never touches a packet after the template.
+// per-packet loop (xdp_tx.bpf.c). Its step is "n frames of flow f", one
+// BPF_PROG_RUN call on that flow's template frame; the engine's burst loop
+// (engine/burst_loop.hpp, the one run_tx uses) does pacing, quota,
+// progress, stop and end markers around it. A burst is one call when paced
+// (--burst frames) and large calls when unpaced; after each call the
+// per-stream sequence is read from an mmapped map, and the result is the
+// common TxResult. Userspace never touches a packet after the template.
 // A size mix (--size a,b,c, --imix): the template is the largest size, and
 // the program cuts each frame to the class the worker's cycle names.
 //

@@ -22,6 +22,7 @@
 #include <bit>
 #include <cstring>
 
+#include "engine/burst_loop.hpp"
 #include "engine/flow_schedule.hpp"
 #include "engine/queue.hpp"
 #include "engine/replay_source.hpp"
@@ -173,16 +174,22 @@ struct DataSource {
   uint64_t limit() const { return schedule.run_left(); }
   void fill(std::span<TxSlot> slots) {
     f = &plan.flows[schedule.flow()];
-    uint64_t seq = f->next_seq;
     const uint64_t batch_stamp = stamps.stamp();
-    const uint32_t tag = plan.tag_bytes;
+    // Keyed or not is asked once per batch; the packet loop has no branch for it.
+    if (plan.tag_bytes) [[unlikely]] fill_packets<true>(slots, batch_stamp);
+    else fill_packets<false>(slots, batch_stamp);
+    lead.add(stamps.now() - batch_stamp);
+  }
+  template <bool kTagged>
+  void fill_packets(std::span<TxSlot> slots, uint64_t batch_stamp) {
+    uint64_t seq = f->next_seq;
+    const uint32_t tag = kTagged ? plan.tag_bytes : 0;
     for (TxSlot& s : slots) {
       uint8_t* p = data_payload<Q>(s, *f);
       wire::PayloadSums sums = wire::fill_data_payload(p + tag, plan.payload, f->stream, seq++, batch_stamp);
-      if (tag) [[unlikely]] sums.ones += wire::put_tag(plan.tag_key, p, plan.payload.len);
+      if constexpr (kTagged) sums.ones += wire::put_tag(plan.tag_key, p, plan.payload.len);
       finish_data_frame<Q>(s, f->headers_len, f->udp_sum, tag + plan.payload.len, plan.ipv6, sums);
     }
-    lead.add(stamps.now() - batch_stamp);
   }
   uint64_t took(uint32_t taken) {
     f->next_seq += taken;  // cancelled slots give their sequence numbers back: no false gap
@@ -207,22 +214,27 @@ struct MixDataSource {
   uint64_t limit() const { return schedule.run_left(); }
   void fill(std::span<TxSlot> slots) {
     f = &plan.flows[schedule.flow()];
+    const uint64_t batch_stamp = stamps.stamp();
+    if (plan.tag_bytes) [[unlikely]] fill_packets<true>(slots, batch_stamp);
+    else fill_packets<false>(slots, batch_stamp);
+    lead.add(stamps.now() - batch_stamp);
+  }
+  template <bool kTagged>
+  void fill_packets(std::span<TxSlot> slots, uint64_t batch_stamp) {
     uint64_t seq = f->next_seq;
     uint32_t at = cycle_at;
     const uint32_t cycle = static_cast<uint32_t>(plan.mix_cycle.size());
-    const uint64_t batch_stamp = stamps.stamp();
-    const uint32_t tag = plan.tag_bytes;
+    const uint32_t tag = kTagged ? plan.tag_bytes : 0;
     for (TxSlot& s : slots) {
       const uint8_t k = plan.mix_cycle[at];
       if (++at == cycle) at = 0;
       const wire::PayloadPlan& pl = plan.mix[k];
       uint8_t* p = mix_data_payload<Q>(s, *f, k);
       wire::PayloadSums sums = wire::fill_data_payload(p + tag, pl, f->stream, seq++, batch_stamp);
-      if (tag) [[unlikely]] sums.ones += wire::put_tag(plan.tag_key, p, pl.len);
+      if constexpr (kTagged) sums.ones += wire::put_tag(plan.tag_key, p, pl.len);
       const uint64_t headers_sum = Q::kLayer == Layer::ethernet ? f->mix_headers[k].udp_sum : 0;
       finish_data_frame<Q>(s, f->headers_len, headers_sum, tag + pl.len, plan.ipv6, sums);
     }
-    lead.add(stamps.now() - batch_stamp);
   }
   uint64_t took(uint32_t taken) {
     f->next_seq += taken;
@@ -239,33 +251,15 @@ struct MixDataSource {
   }
 };
 
-inline void publish(stats::TxSnapshotRing& snapshots, stats::TxCounters& c, const pace::Pacer& pacer, uint64_t now,
-                    bool final) {
-  c.pace_slips = pacer.slips();
-  snapshots.try_push({c, now, final});  // a full ring means the reporter is behind: skip, never wait
-}
-
-// Bursts of batches until the quota, the duration, a stall or stop: per
-// batch one reserve, one fill, one commit (more when the backend pushes
-// back); per burst one clock read and the pacer's wait.
+// Bursts of batches (engine/burst_loop.hpp): per batch one reserve, one
+// fill, one commit (more when the backend pushes back).
 template <TxQueue Q, class Source>
 void send_bursts(Q& q, const TxPlan& plan, Source& src, StampClock& stamps, pace::Pacer& pacer,
-                     stats::TxCounters& c, TxResult& result, stats::TxSnapshotRing& snapshots,
-                     const std::atomic<bool>& stop) {
-  const uint64_t start_ns = now_ns();
-  const uint64_t end_ns = plan.duration_ns ? start_ns + plan.duration_ns : ~0ull;
-  uint64_t next_publish_ns = start_ns + plan.publish_every_ns;
-  pacer.start(start_ns);
-  c.first_ns = start_ns;
-
-  uint64_t now = start_ns;
+                 stats::TxCounters& c, TxResult& result, stats::TxSnapshotRing& snapshots,
+                 const std::atomic<bool>& stop) {
   uint64_t reserve_stuck_since = 0;
-  while ((plan.quota == 0 || c.packets < plan.quota) && now < end_ns && !result.stalled &&
-         !stop.load(std::memory_order_relaxed)) {
-    const uint64_t burst_start_ns = now;
-    uint64_t burst_left = plan.pace.burst;
-    if (plan.quota) burst_left = std::min<uint64_t>(burst_left, plan.quota - c.packets);
-    const bool whole_burst = burst_left == plan.pace.burst;
+  auto send_batches = [&](uint64_t burst) {
+    uint64_t burst_left = burst;
     while (burst_left) {
       const uint32_t want = static_cast<uint32_t>(std::min<uint64_t>({burst_left, plan.batch, src.limit()}));
       std::span<TxSlot> slots = q.reserve(want);
@@ -287,46 +281,37 @@ void send_bursts(Q& q, const TxPlan& plan, Source& src, StampClock& stamps, pace
       burst_left -= taken;
       if (taken < slots.size()) break;  // stop or stall
     }
-    now = stamps.now();  // a TSC read where stamps are TSC-extended: cheaper than clock_gettime
-    c.last_ns = now;
-    if (whole_burst && !burst_left) c.note_burst(plan.pace.burst, now - burst_start_ns);
-    if (now >= next_publish_ns) {
-      publish(snapshots, c, pacer, now, false);
-      next_publish_ns = now + plan.publish_every_ns;
-    }
-    if (burst_left || (plan.quota && c.packets >= plan.quota)) break;
-    if (!pacer.wait_for_next_burst(now, stop)) break;
-    if (plan.pace.paced()) now = stamps.now();  // unpaced, no time passed since the read above
-  }
+    return burst - burst_left;
+  };
+  // The burst's time: a TSC read where stamps are TSC-extended, cheaper than clock_gettime.
+  engine::send_bursts(plan, plan.pace.burst, pacer, c, result, snapshots, stop, [&] { return stamps.now(); },
+                      send_batches, [](stats::TxCounters&) {});
 }
 
 inline constexpr uint64_t kEndMarkerStallNs = 100'000'000;
 
-// End markers: a few copies per stream, spaced, so the receiver learns the
-// exact total even when its queue was full at the end of the data.
+// One flow's end marker through the queue: a slot (reaping completions for
+// one if need be), the marker with the flow's total, one commit.
 template <TxQueue Q>
 void send_end_markers(Q& q, TxPlan& plan, stats::TxCounters& c, TxResult& result) {
   std::atomic<bool> no_stop{false};
-  for (uint32_t copy = 0; copy < plan.end_markers && !result.stalled; ++copy) {
-    if (copy) pace::wait_until(now_ns() + plan.end_marker_gap_ns, no_stop);
-    for (TxFlow& f : plan.flows) {
-      std::span<TxSlot> slots = q.reserve(1);
-      for (int tries = 0; slots.empty() && tries < 1000; ++tries) {
-        q.reclaim();
-        slots = q.reserve(1);
-      }
-      if (slots.empty()) continue;
-      TxSlot& s = slots[0];
-      wire::EndMarkerBody body = plan.end_body;
-      body.total_sent = f.next_seq;
-      uint8_t* p = end_marker_payload<Q>(s, f);
-      wire::fill_end_marker(p + plan.tag_bytes, plan.end_payload, f.stream, body, now_ns());
-      if (plan.tag_bytes) wire::put_tag(plan.tag_key, p, plan.end_payload.len);
-      finish_frame<Q>(s, f, plan.tag_bytes + plan.end_payload.len, plan.ipv6);
-      bool stalled = false;
-      c.end_markers += commit_all(q, slots, c, kEndMarkerStallNs, no_stop, stalled);
+  c.end_markers += engine::send_end_markers(plan, result, [&](TxFlow& f) -> uint64_t {
+    std::span<TxSlot> slots = q.reserve(1);
+    for (int tries = 0; slots.empty() && tries < 1000; ++tries) {
+      q.reclaim();
+      slots = q.reserve(1);
     }
-  }
+    if (slots.empty()) return 0;
+    TxSlot& s = slots[0];
+    wire::EndMarkerBody body = plan.end_body;
+    body.total_sent = f.next_seq;
+    uint8_t* p = end_marker_payload<Q>(s, f);
+    wire::fill_end_marker(p + plan.tag_bytes, plan.end_payload, f.stream, body, now_ns());
+    if (plan.tag_bytes) wire::put_tag(plan.tag_key, p, plan.end_payload.len);
+    finish_frame<Q>(s, f, plan.tag_bytes + plan.end_payload.len, plan.ipv6);
+    bool stalled = false;
+    return commit_all(q, slots, c, kEndMarkerStallNs, no_stop, stalled);
+  });
 }
 
 }  // namespace detail
@@ -354,7 +339,7 @@ TxResult run_replay(Q& q, TxPlan& plan, stats::TxSnapshotRing& snapshots, const 
     detail::send_bursts(q, plan, frames, stamps, pacer, c, result, snapshots, stop);
   }
   q.flush();
-  detail::publish(snapshots, c, pacer, now_ns(), true);
+  publish(snapshots, c, pacer, now_ns(), true);
   result.counters = c;
   result.stamp_clock_breaks = stamps.rate_breaks();
   return result;
@@ -392,7 +377,7 @@ TxResult run_tx(Q& q, TxPlan plan, stats::TxSnapshotRing& snapshots, const std::
 
   detail::send_end_markers(q, plan, c, result);
   q.flush();
-  detail::publish(snapshots, c, pacer, now_ns(), true);
+  publish(snapshots, c, pacer, now_ns(), true);
   result.counters = c;
   result.stamp_clock_breaks = stamps.rate_breaks();
   result.stamp_lead_max_ns = lead.max_ns;
