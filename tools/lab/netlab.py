@@ -114,16 +114,20 @@ class Lab:
         return p
 
     def close(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        for ns, name in reversed(self.taps):
-            sh("ip", "link", "del", name, ns=ns, check=False)
-        self.taps = []
-        for ns in reversed(self.namespaces):
-            sh("ip", "netns", "del", ns, check=False)
-        self.namespaces = []
+        """Kills our processes, then deletes the taps and namespaces; the deleting happens whatever the killing
+        raised (a namespace outliving its test is the one leftover no later run cleans up)."""
+        try:
+            for p in self.procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        finally:
+            for ns, name in reversed(self.taps):
+                sh("ip", "link", "del", name, ns=ns, check=False)
+            self.taps = []
+            for ns in reversed(self.namespaces):
+                sh("ip", "netns", "del", ns, check=False)
+            self.namespaces = []
 
     def __enter__(self):
         return self
