@@ -136,13 +136,15 @@ class Pktgen(Tool):
         p = PROCS.spawn(cmd, stdout=out, stderr=subprocess.STDOUT)
         out.close()
         if rx_backend in ("afpacket", "afxdp"):
-            # Raw backends: ready once rx wrote its start record (after its ring/XDP set-up).
+            # Raw backends: ready once rx says what it receives into (after its ring/XDP set-up), as
+            # the tests wait for it. Its JSON file appears only when rx ends (it is written whole).
             deadline = time.monotonic() + 10.0
             ok = False
             while time.monotonic() < deadline and p.poll() is None:
-                if any(r.get("type") == "start" for r in read_jsonl(self.rx_json)):
-                    ok = True
-                    break
+                with open(out_path, errors="replace") as f:
+                    if "rx: receive buffer" in f.read():
+                        ok = True
+                        break
                 time.sleep(0.02)
         else:
             ok = wait_listening("udp", self.rx_port, p, self.topo.ns_rx)
