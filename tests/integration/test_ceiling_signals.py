@@ -2,9 +2,10 @@
 """tools/ceiling's local lab under signals, at any moment.
 
 1. SIGINT or SIGTERM (alternately) at 50 random moments (20 outside the sanitizer stage; seeded, the seed is
-   printed) from 0 to 2 s after ceiling's handlers are in (its first statement; before that no
-   program can catch a signal): lab set-up, the sender probe (every other run lets ceiling pick its sender),
-   the trials and the report. Each run must end by itself within 20 s with exit 0 or 1 (never a
+   printed) from 0 to 2 s, or to 90% of a whole run's length where a run takes less (measured first, with
+   and without the sender probe), after ceiling's handlers are in (its first statement; before that no
+   program can catch a signal): lab set-up, the sender probe (every other run lets ceiling pick its
+   sender), the trials and the report. Each run must end by itself within 20 s with exit 0 or 1 (never a
    signal's death or a sanitizer report), leave no lab namespace and no pktgen, rx or ceiling of its
    own running, and leave a whole JSON file (every line parses) with its start record.
 2. A SIGKILLed ceiling cannot remove its lab: the next ceiling removes those namespaces (their
@@ -87,16 +88,39 @@ def main():
     rng = random.Random(seed)
     print(f"seed {seed} (RATELINE_SIGNAL_SEED to repeat)")
     base = [CEILING, "--frame-sizes", "none", "-s", "1000", "--tests", "throughput", "--pktgen", PKTGEN, "--rx", RX]
-    # 1 s trials: the lab, the sender probe and the first trial span the moments below; some land in the
-    # second trial or the report (a quick search can end before its moment: exit 0, counted apart).
+    # 1 s trials: a run is the lab, the sender probe, one or more trials and the report (a quicker search
+    # than the measured one can end before its moment: exit 0, counted apart).
     searching = ["--trial", "1s", "--max-trials", "8"]
     bad, codes = [], {}
     with tempfile.TemporaryDirectory() as tmp:
+        # How long a whole run takes here, with and without the sender probe (the shorter of two each, looked
+        # at for at most 2.5 s): a run quicker than 2 s gets its moments from 0 to 90% of its length, so most
+        # of them fall inside it on a fast host too. A run still going at 2.5 s is stopped by SIGINT like the
+        # others below.
+        span = {}
+        for key, sender in (("probe", []), ("afpacket", ["--tx-backend", "afpacket"])):
+            lengths = []
+            for k in range(2):
+                t0 = time.monotonic()
+                p = subprocess.Popen(base + searching + sender + ["--json", os.path.join(tmp, f"whole-{key}{k}.json")],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                try:
+                    p.wait(timeout=2.5)
+                    lengths.append(time.monotonic() - t0)
+                except subprocess.TimeoutExpired:
+                    p.send_signal(signal.SIGINT)
+                    p.wait(timeout=20)
+                    lengths.append(2.5)
+                c.true(f"a calibration run ({key}): exit 0 or 1", p.returncode in (0, 1), str(p.returncode))
+                wait_gone(p.pid)
+            span[key] = min(2.0, 0.9 * min(lengths))
+        print("moments are drawn from 0 to " + ", ".join(f"{v:.2f} s ({k})" for k, v in span.items()))
         for i in range(MOMENTS):
             sig = signal.SIGINT if i % 2 == 0 else signal.SIGTERM
-            at = rng.uniform(0.0, 2.0)
+            probe = i % 4 < 2  # half let ceiling probe for its sender
+            sender = [] if probe else ["--tx-backend", "afpacket"]
+            at = rng.uniform(0.0, span["probe" if probe else "afpacket"])
             j = os.path.join(tmp, f"run{i}.json")
-            sender = [] if i % 4 < 2 else ["--tx-backend", "afpacket"]  # half let ceiling probe for its sender
             p = subprocess.Popen(base + searching + sender + ["--json", j], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  text=True)
             if not handlers_in(p.pid):
